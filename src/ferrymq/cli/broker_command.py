@@ -1,0 +1,107 @@
+"""``ferrymq broker``: run a broker until SIGINT or SIGTERM.
+
+Prints one line per listener to standard output (``listening stomp://HOST:PORT``) and one for
+the admin API, so scripts and tests can find ports chosen with port 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from ferrymq.broker import Broker
+from ferrymq.config.cli import config_from_flags
+from ferrymq.config.errors import ConfigError
+from ferrymq.service.broker import BrokerStartError
+from ferrymq.transport.tcp import TransportListenError
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "broker", help="run a broker", description="Run a FerryMQ broker until SIGINT/SIGTERM."
+    )
+    parser.add_argument("--config", type=Path, help="an activemq.xml configuration file")
+    parser.add_argument("--name", help="broker name (default: the file's, else localhost)")
+    parser.add_argument("--broker-id", help="broker id (default: generated at each start)")
+    parser.add_argument("--data", type=Path, help="data directory (default: ./data)")
+    parser.add_argument(
+        "--listen",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="add a STOMP listener, e.g. stomp://127.0.0.1:61613 (repeatable; port 0 = any)",
+    )
+    parser.add_argument(
+        "--admin", help="admin HTTP listener host:port, :port or off (default 127.0.0.1:8161)"
+    )
+    parser.add_argument(
+        "--non-persistent",
+        action="store_true",
+        help="keep messages in memory only (like <broker persistent=\"false\">)",
+    )
+    parser.add_argument(
+        "-D",
+        dest="properties",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a ${NAME} placeholder value for the configuration file",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    properties = {}
+    for item in args.properties:
+        name, sep, value = item.partition("=")
+        if not sep:
+            print(f"ferrymq broker: -D expects NAME=VALUE, got {item!r}", file=sys.stderr)
+            return 2
+        properties[name] = value
+    try:
+        config = config_from_flags(
+            args.name,
+            args.data,
+            args.listen,
+            args.admin,
+            False if args.non_persistent else None,
+            broker_id=args.broker_id,
+            config_path=args.config,
+            properties=properties,
+        )
+    except ConfigError as exc:
+        print(f"ferrymq broker: {exc}", file=sys.stderr)
+        return 2
+    try:
+        _run_loop(_serve(config))
+    except (BrokerStartError, ConfigError, TransportListenError) as exc:
+        print(f"ferrymq broker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_loop(coro: Any) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coro)
+    else:
+        uvloop.run(coro)
+
+
+async def _serve(config: Any) -> None:
+    broker = Broker(config)
+    await broker.start()
+    try:
+        for url in broker.stomp_urls:
+            print(f"listening stomp://{url.removeprefix('tcp://')}", flush=True)
+        if broker.admin is not None:
+            print(f"admin {broker.admin.url}", flush=True)
+        print(f"broker {config.broker_name} started", flush=True)
+        await broker.run_until_signalled()
+    finally:
+        await broker.stop()
+        print(f"broker {config.broker_name} stopped", flush=True)

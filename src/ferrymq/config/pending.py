@@ -1,0 +1,128 @@
+"""What a loaded configuration asks for that the broker does not do (yet), for the start-up log.
+
+The loader parses every element of the seeds into the model, including features whose behaviour
+comes in later issues, so that those issues only add behaviour. `PENDING` is the one list of such
+features: an issue that builds one deletes its entry, and its line disappears from the log.
+Together with `BrokerConfig.ignored`, nothing in a file is silently without effect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+
+from ferrymq.config.errors import Location
+from ferrymq.config.model import BrokerConfig
+from ferrymq.config.persistence import (
+    DatabaseLockerConfig,
+    JdbcPersistenceConfig,
+    KahaDBConfig,
+    LeaseDatabaseLockerConfig,
+)
+
+__all__ = ["PENDING", "pending_features"]
+
+PENDING: Mapping[str, str] = MappingProxyType(
+    {
+        "network-connector": "network connectors are not supported yet",
+        "listener-discovery": "advertising a listener through discoveryUri is not supported yet",
+        "cluster-clients": (
+            "updating failover clients (updateClusterClients, rebalanceClusterClients) is not "
+            "supported yet"
+        ),
+        "listener-ssl": "TLS listeners are not supported yet",
+        "listener-vm": "in-process vm:// listeners are not supported yet",
+        "jms-bridge": "JMS-to-JMS bridges are not supported yet",
+        "pure-master-slave": "pure master/slave replication is not supported yet",
+        "jdbc-store": "the PostgreSQL (JDBC) store is not supported yet",
+        "database-locker": "database lockers are not supported yet",
+        "redelivery-plugin": (
+            "redelivery delays are not applied yet (maximumRedeliveries is honoured)"
+        ),
+        "scheduler": "scheduled delivery (schedulerSupport) is not supported yet",
+        "network-bridge-filter": "conditionalNetworkBridgeFilterFactory is not supported yet",
+        "jmx": "JMX is not supported; FerryMQ's admin API serves the same information",
+        "kahadb-journal": "ignored: SQLite in WAL mode keeps its own journal and indexes",
+        "amq-adapter": "stored like <kahaDB>: SQLite in the same directory",
+        "percent-of-heap": "FerryMQ has no JVM heap: read as a percent of physical RAM",
+    }
+)
+"""Feature key -> what the broker says about it. Later issues remove keys as they build them."""
+
+
+def pending_features(config: BrokerConfig) -> list[str]:
+    """One line per element the broker will not honour as written, in file order:
+    `activemq.xml:14: <networkConnector name="linkToCluster">: network connectors are ...`."""
+    found = [
+        (location, element, PENDING[key])
+        for key, location, element in _uses(config)
+        if key in PENDING
+    ]
+    found.extend((i.location, i.element, i.reason) for i in config.ignored)
+    found.sort(key=lambda item: (item[0] is not None and item[0].line) or 0)
+    return [
+        f"{_where(location, config)}: {element}: {message}" for location, element, message in found
+    ]
+
+
+def _where(location: Location | None, config: BrokerConfig) -> str:
+    if location is not None:
+        return str(location)
+    return config.source or "configuration"
+
+
+def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
+    broker = f'<broker brokerName="{config.broker_name}">'
+    for network in config.network_connectors:
+        yield "network-connector", network.location, f'<networkConnector name="{network.name}">'
+    for listener in config.transport_connectors:
+        element = f'<transportConnector uri="{listener.uri}">'
+        scheme = listener.scheme.lower()
+        if scheme in ("ssl", "stomp+ssl"):
+            yield "listener-ssl", listener.location, element
+        if scheme == "vm":
+            yield "listener-vm", listener.location, element
+        if listener.discovery_uri is not None:
+            yield "listener-discovery", listener.location, element
+        if listener.update_cluster_clients or listener.rebalance_cluster_clients:
+            yield "cluster-clients", listener.location, element
+    for bridge in config.jms_bridge_connectors:
+        tag = "jmsQueueConnector" if bridge.kind == "queue" else "jmsTopicConnector"
+        yield "jms-bridge", bridge.location, f"<{tag}>"
+    services = config.services
+    if services.master_connector is not None:
+        yield "pure-master-slave", services.master_connector.location, "<masterConnector>"
+    if services.wait_for_slave or services.shutdown_on_slave_failure:
+        yield "pure-master-slave", config.location, broker
+    yield from _store_uses(config)
+    if config.redelivery_policies is not None:
+        yield "redelivery-plugin", config.redelivery_policies.location, "<redeliveryPlugin>"
+    if config.scheduler_support:
+        yield "scheduler", config.location, broker
+    for entry in config.destination_policy.entries:
+        if entry.network_bridge_filter is not None:
+            pattern = (
+                f'queue="{entry.queue}"' if entry.queue is not None else f'topic="{entry.topic}"'
+            )
+            yield "network-bridge-filter", entry.location, f"<policyEntry {pattern}>"
+    if config.management_context is not None:
+        yield "jmx", config.management_context.location, "<managementContext>"
+    if config.system_usage.memory_percent_of_ram is not None:
+        location = config.system_usage.location
+        yield "percent-of-heap", location, "<memoryUsage percentOfJvmHeap>"
+
+
+def _store_uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
+    store = config.persistence
+    if isinstance(store, JdbcPersistenceConfig):
+        yield "jdbc-store", store.location, "<jdbcPersistenceAdapter>"
+    if isinstance(store, KahaDBConfig):
+        if store.adapter == "amqPersistenceAdapter":
+            yield "amq-adapter", store.location, "<amqPersistenceAdapter>"
+        ignored = store.ignored_options()
+        if ignored:
+            yield "kahadb-journal", store.location, f"<kahaDB {' '.join(ignored)}>"
+    if store is not None and isinstance(
+        store.locker, DatabaseLockerConfig | LeaseDatabaseLockerConfig
+    ):
+        yield "database-locker", store.location, "<locker>"

@@ -1,0 +1,161 @@
+"""`<transportConnectors>`: the broker's listeners (reference sections 2 and 6.3).
+
+FerryMQ speaks STOMP on every listener it serves, so the seeds' `tcp://0.0.0.0:61616` connectors
+work unchanged (DESIGN "Wire protocol"). `nio://` and `stomp+nio://` are synonyms (asyncio is
+non-blocking anyway). `ssl://`, `stomp+ssl://` and the in-process `vm://` parse, and the broker
+reports them as not served yet. Any other scheme is an error.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ferrymq.config.model import StompLimitsConfig, TransportConnectorConfig
+from ferrymq.config.units import parse_float, parse_int
+from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.util.uri import URI
+
+__all__ = [
+    "CONNECTOR_OPTIONS",
+    "PENDING_SCHEMES",
+    "SERVED_SCHEMES",
+    "read_transport_connectors",
+    "transport_connector",
+]
+
+SERVED_SCHEMES = frozenset({"tcp", "stomp", "nio", "stomp+nio"})
+"""Listener schemes the broker serves (all speak STOMP)."""
+PENDING_SCHEMES = frozenset({"ssl", "stomp+ssl", "vm"})
+"""Listener schemes that parse but are not served yet."""
+
+CONNECTOR_OPTIONS = (
+    "maximumConnections",
+    "wireFormat.maxDataLength",
+    "wireFormat.maxFrameSize",
+    "transport.hbGracePeriodMultiplier",
+    "transport.defaultHeartBeat",
+)
+"""URI options a served listener accepts; any other is an error (ActiveMQ rejects unknown
+transport options too: "Invalid connect parameters")."""
+
+
+def read_transport_connectors(
+    context: LoadContext, element: Element
+) -> list[TransportConnectorConfig]:
+    reader = context.reader(element)
+    connectors: list[TransportConnectorConfig] = []
+    first_line: dict[str, int] = {}
+    for child in reader.children({"transportConnector"}):
+        connector = transport_connector(context.reader(child))
+        if connector.name is not None:
+            if connector.name in first_line:
+                line = first_line[connector.name]
+                message = f"transport connector name {connector.name!r} is used twice (line {line})"
+                raise context.error(child, message, "name")
+            first_line[connector.name] = child.line
+        connectors.append(connector)
+    reader.finish()
+    return connectors
+
+
+def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
+    """One `<transportConnector>`; also used for `--listen` URIs (through a synthetic element)."""
+    parsed = reader.uri("uri", "scheme://host:port")
+    if parsed is None:
+        raise reader.error("required attribute is missing", "uri")
+    text, uri = parsed
+    if not isinstance(uri, URI):
+        raise reader.error(
+            "a listener needs a plain URI, not a composite (expected scheme://host:port)", "uri"
+        )
+    scheme = uri.scheme.lower()
+    if scheme not in SERVED_SCHEMES | PENDING_SCHEMES:
+        served = ", ".join(f"{s}://" for s in sorted(SERVED_SCHEMES))
+        message = f"scheme {uri.scheme}:// is not supported; FerryMQ listens for STOMP on {served}"
+        raise reader.error(message, "uri")
+    if uri.host is None or not uri.host or (scheme != "vm" and uri.port is None):
+        expected = "vm://name" if scheme == "vm" else "scheme://host:port"
+        raise reader.error(f"not a URI (expected {expected})", "uri")
+    options = dict(uri.query) if scheme in SERVED_SCHEMES else {}
+    maximum = _int_option(reader, options, "maximumConnections")
+    stomp = _stomp_limits(reader, options)
+    if options:
+        unknown = next(iter(options))
+        accepted = ", ".join(CONNECTOR_OPTIONS)
+        raise reader.error(f"unknown URI option {unknown!r} (accepted: {accepted})", "uri")
+    discovery = reader.uri("discoveryUri", "a discovery agent URI such as multicast://default")
+    config = TransportConnectorConfig(
+        uri=text,
+        parsed_uri=uri,
+        name=reader.optional("name"),
+        discovery_uri=None if discovery is None else discovery[1],
+        update_cluster_clients=reader.boolean("updateClusterClients", False),
+        rebalance_cluster_clients=reader.boolean("rebalanceClusterClients", False),
+        update_cluster_clients_on_remove=reader.boolean("updateClusterClientsOnRemove", False),
+        update_cluster_filter=reader.custom("updateClusterFilter", _regex_list) or (),
+        maximum_connections=2147483647 if maximum is None else maximum,
+        allow_link_stealing=reader.boolean("allowLinkStealing", False),
+        audit_network_producers=reader.boolean("auditNetworkProducers", False),
+        enable_status_monitor=reader.boolean("enableStatusMonitor", False),
+        maximum_producers_allowed_per_connection=reader.integer(
+            "maximumProducersAllowedPerConnection", 2147483647, minimum=1
+        ),
+        maximum_consumers_allowed_per_connection=reader.integer(
+            "maximumConsumersAllowedPerConnection", 2147483647, minimum=1
+        ),
+        stomp=stomp,
+        location=reader.location(),
+    )
+    reader.children(())
+    reader.finish()
+    return config
+
+
+def _int_option(reader: ElementReader, options: dict[str, str], name: str) -> int | None:
+    """Take a positive integer option out of `options` (so leftovers are the unknown ones)."""
+    if name not in options:
+        return None
+    try:
+        return parse_int(options.pop(name), minimum=1)
+    except ValueError as error:
+        raise reader.error(f"URI option {name}: {error}", "uri") from None
+
+
+def _stomp_limits(reader: ElementReader, options: dict[str, str]) -> StompLimitsConfig:
+    defaults = StompLimitsConfig()
+    data = _int_option(reader, options, "wireFormat.maxDataLength")
+    frame = _int_option(reader, options, "wireFormat.maxFrameSize")
+    grace = defaults.hb_grace_period_multiplier
+    heart_beat = defaults.default_heart_beat
+    try:
+        if "transport.hbGracePeriodMultiplier" in options:
+            text = options.pop("transport.hbGracePeriodMultiplier")
+            grace = parse_float(text, minimum=1.0)
+        if "transport.defaultHeartBeat" in options:
+            heart_beat = _heart_beat(options.pop("transport.defaultHeartBeat"))
+    except ValueError as error:
+        raise reader.error(f"URI option: {error}", "uri") from None
+    return StompLimitsConfig(
+        max_data_length=defaults.max_data_length if data is None else data,
+        max_frame_size=frame,
+        hb_grace_period_multiplier=grace,
+        default_heart_beat=heart_beat,
+    )
+
+
+def _heart_beat(text: str) -> tuple[int, int]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise ValueError(f'transport.defaultHeartBeat must be "cx,cy", got {text!r}')
+    return parse_int(parts[0], minimum=0), parse_int(parts[1], minimum=0)
+
+
+def _regex_list(text: str) -> tuple[str, ...]:
+    """updateClusterFilter: comma-separated regular expressions (Java `Pattern.matches`)."""
+    patterns = tuple(p.strip() for p in text.split(",") if p.strip())
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
+    return patterns

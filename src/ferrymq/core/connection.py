@@ -1,0 +1,32 @@
+"""What the core remembers about one client connection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ferrymq.core.consumer import Consumer
+from ferrymq.core.destination import Destination
+from ferrymq.core.transaction import Transaction
+
+
+@dataclass(slots=True, eq=False)
+class ConnectionState:
+    connection_id: str
+    client_id: str
+    """The JMS client id: from CONNECT's ``client-id``, else the connection id."""
+    explicit_client_id: bool
+    user: str | None = None
+    remote_address: str | None = None
+    connected_at: int = 0
+    consumers: dict[str, Consumer] = field(default_factory=dict)
+    transactions: dict[str, Transaction] = field(default_factory=dict)
+    temporary_destinations: set[Destination] = field(default_factory=set)
+    ack_owners: dict[str, Consumer] = field(default_factory=dict)
+    """ack id -> consumer, connection-wide (STOMP 1.2 ``id`` on ACK/NACK)."""
+    next_ack: int = 0
+    messages_sent: int = 0
+    messages_delivered: int = 0
+
+    def new_ack_id(self) -> str:
+        self.next_ack += 1
+        return str(self.next_ack)

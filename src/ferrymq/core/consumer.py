@@ -1,0 +1,192 @@
+"""A consumer (a STOMP subscription) and its ledger of messages delivered but not yet acknowledged.
+
+The ledger keeps deliveries in the order they were dispatched, because ``client`` acks are
+cumulative ("this one and every earlier one of the subscription"), and indexes them by ack id
+(STOMP 1.2) and by message id (1.0/1.1).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ferrymq.core.destination import Destination, DestinationPattern
+from ferrymq.core.entry import Entry
+from ferrymq.core.message import Message
+from ferrymq.core.selector import Selector
+
+if TYPE_CHECKING:
+    from ferrymq.core.container import MessageContainer
+
+# ActiveMQPrefetchPolicy defaults, per kind of consumer.
+QUEUE_PREFETCH = 1000
+TOPIC_PREFETCH = 32767
+DURABLE_TOPIC_PREFETCH = 100
+QUEUE_BROWSER_PREFETCH = 500
+
+
+class AckMode(enum.Enum):
+    AUTO = "auto"
+    CLIENT = "client"
+    CLIENT_INDIVIDUAL = "client-individual"
+
+
+class Consumer:
+    __slots__ = (
+        "_by_message_id",
+        "_ledger",
+        "_outstanding",
+        "ack_mode",
+        "browser",
+        "connection_id",
+        "containers",
+        "destination",
+        "durable_name",
+        "exclusive",
+        "extra",
+        "network",
+        "no_local",
+        "pattern",
+        "prefetch",
+        "priority",
+        "selector",
+        "subscription_id",
+    )
+
+    def __init__(
+        self,
+        connection_id: str,
+        subscription_id: str,
+        destination: Destination,
+        *,
+        ack_mode: AckMode = AckMode.AUTO,
+        prefetch: int = QUEUE_PREFETCH,
+        selector: Selector | None = None,
+        priority: int = 0,
+        exclusive: bool = False,
+        no_local: bool = False,
+        browser: bool = False,
+        durable_name: str | None = None,
+        network: bool = False,
+    ) -> None:
+        self.connection_id = connection_id
+        self.subscription_id = subscription_id
+        self.destination = destination
+        self.pattern = DestinationPattern(destination)
+        self.ack_mode = ack_mode
+        self.prefetch = prefetch
+        self.selector = selector
+        self.priority = priority
+        self.exclusive = exclusive
+        self.no_local = no_local
+        self.browser = browser
+        self.durable_name = durable_name
+        self.network = network
+        self.extra: dict[str, str] = {}
+        """Other ``activemq.*`` subscription headers, kept for advisories."""
+        self.containers: list[MessageContainer] = []
+        self._ledger: OrderedDict[str, Entry] = OrderedDict()
+        self._by_message_id: dict[str, str] = {}
+        self._outstanding = 0
+        """Deliveries that count against the prefetch window (in flight, not acked in a tx)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.connection_id, self.subscription_id)
+
+    @property
+    def has_capacity(self) -> bool:
+        return self._outstanding < self.prefetch
+
+    @property
+    def outstanding(self) -> int:
+        return self._outstanding
+
+    @property
+    def delivered_count(self) -> int:
+        return len(self._ledger)
+
+    def matches(self, message: Message, lookup: Callable[[str], object | None]) -> bool:
+        if self.no_local and message.origin_connection == self.connection_id:
+            return False
+        return self.selector is None or self.selector.matches(lookup)
+
+    # -- the ledger ---------------------------------------------------------------------------
+
+    def record_delivery(self, ack_id: str, entry: Entry) -> None:
+        entry.consumer = self
+        self._ledger[ack_id] = entry
+        self._by_message_id[entry.message.message_id] = ack_id
+        self._outstanding += 1
+
+    def ack_id_for_message(self, message_id: str) -> str | None:
+        return self._by_message_id.get(message_id)
+
+    def entry(self, ack_id: str) -> Entry | None:
+        return self._ledger.get(ack_id)
+
+    def take(self, ack_id: str) -> Entry:
+        """Remove one delivery from the ledger (individual ack, nack)."""
+        entry = self._ledger.pop(ack_id)
+        self._forget(entry)
+        return entry
+
+    def take_through(self, ack_id: str) -> list[tuple[str, Entry]]:
+        """Remove this delivery and every earlier one (cumulative ``client`` ack).
+
+        Deliveries already acknowledged inside a still-open transaction are left alone.
+        """
+        taken: list[tuple[str, Entry]] = []
+        for key in list(self._ledger):
+            entry = self._ledger[key]
+            if entry.acked_in_transaction is None or key == ack_id:
+                taken.append((key, entry))
+            if key == ack_id:
+                break
+        for key, entry in taken:
+            del self._ledger[key]
+            self._forget(entry)
+        return taken
+
+    def entries_through(self, ack_id: str) -> list[tuple[str, Entry]]:
+        """Like ``take_through`` without removing: what a transacted cumulative ack covers."""
+        found: list[tuple[str, Entry]] = []
+        for key, entry in self._ledger.items():
+            if entry.acked_in_transaction is None:
+                found.append((key, entry))
+            if key == ack_id:
+                break
+        return found
+
+    def in_flight_entries(self) -> list[Entry]:
+        return list(self._ledger.values())
+
+    def take_all(self) -> list[Entry]:
+        entries = list(self._ledger.values())
+        for entry in entries:
+            entry.consumer = None
+        self._ledger.clear()
+        self._by_message_id.clear()
+        self._outstanding = 0
+        return entries
+
+    def release_credit(self, entry: Entry) -> None:
+        """A transacted ack frees the prefetch slot before the commit (ActiveMQ's DELIVERED ack)."""
+        self._outstanding -= 1
+
+    def restore_credit(self, entry: Entry) -> None:
+        self._outstanding += 1
+
+    def _forget(self, entry: Entry) -> None:
+        entry.consumer = None
+        message_id = entry.message.message_id
+        if message_id in self._by_message_id:
+            del self._by_message_id[message_id]
+        if entry.acked_in_transaction is None:
+            self._outstanding -= 1
+        entry.acked_in_transaction = None
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.connection_id}/{self.subscription_id} on {self.destination})"

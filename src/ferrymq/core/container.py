@@ -1,0 +1,328 @@
+"""Where messages wait for consumers: a queue, a durable subscription, or a topic subscription.
+
+All three dispatch the same way, so they share this class: messages in priority-then-arrival
+order go to consumers that have prefetch room and whose selector matches; among equally ranked
+consumers the one served last moves to the back (round robin); higher ``activemq.priority``
+consumers are served first; an exclusive consumer takes everything while it lives; a message
+group (``JMSXGroupID``) sticks to the consumer that got its first message.
+
+Memory is bounded by paging: once broker memory passes the high-water mark, new messages are
+written to the store only (non-persistent ones as spooled rows) and the container pages them back
+in, oldest first, as its in-memory backlog drains.  While anything is paged out, every newer
+message is paged out too, so the order is kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ferrymq.core import codec
+from ferrymq.core.consumer import Consumer
+from ferrymq.core.destination import Destination
+from ferrymq.core.entry import Entry
+from ferrymq.core.message import Message
+from ferrymq.core.pending import PendingList
+from ferrymq.core.policy import DestinationPolicy
+from ferrymq.store.base import AddMessage, PurgeContainer, RemoveMessage, StoredMessage
+
+if TYPE_CHECKING:
+    from ferrymq.core.region import RegionBroker
+
+PAGE_SIZE = 200
+"""Messages paged in per store read (ActiveMQ's ``maxPageSize`` default)."""
+PAGE_IN_LOW_WATER = 100
+"""Ask for the next page when fewer than this many messages wait in memory."""
+
+
+class ContainerStatistics:
+    __slots__ = ("dequeued", "dispatched", "enqueued", "expired")
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dequeued = 0
+        self.dispatched = 0
+        self.expired = 0
+
+
+class MessageContainer:
+    def __init__(
+        self,
+        region: RegionBroker,
+        key: str,
+        destination: Destination,
+        policy: DestinationPolicy,
+        *,
+        storable: bool,
+    ) -> None:
+        self.region = region
+        self.key = key
+        """Name of this container in the store."""
+        self.destination = destination
+        self.policy = policy
+        self.storable = storable
+        """Persistent messages are written to the store (queues, durable subscriptions)."""
+        self.consumers: list[Consumer] = []
+        self.pending = PendingList()
+        self.in_flight = 0
+        self.stats = ContainerStatistics()
+        self.paged_out = 0
+        """Messages that exist only in the store, all with ``seq >= cursor``."""
+        self.cursor = 0
+        self._page_in_requested = False
+        self._paged_out_since_request = 0
+        self._groups: dict[str, Consumer] = {}
+        self._exclusive_owner: Consumer | None = None
+
+    # -- what it holds ------------------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """Messages not yet acknowledged: waiting, paged out, or in flight."""
+        return len(self.pending) + self.paged_out + self.in_flight
+
+    def enqueue(self, message: Message, seq: int) -> None:
+        usage = self.region.usage
+        size = message.size
+        write = message.persistent and self.storable
+        self.stats.enqueued += 1
+        if self.paged_out or usage.should_page_out(size):
+            self._store(message, seq, persistent=write)
+            if not write:
+                usage.temp_used += size
+            self.paged_out += 1
+            self._paged_out_since_request += 1
+            if not self.paged_out - 1:
+                self.cursor = seq
+            return
+        entry = Entry(seq, message, self, stored=write)
+        if write:
+            self._store(message, seq, persistent=True)
+        usage.memory_used += size
+        self.pending.append(entry)
+
+    def _store(self, message: Message, seq: int, *, persistent: bool) -> None:
+        blob = codec.encode(message)
+        if persistent:
+            self.region.usage.store_used += len(blob)
+        self.region.effects.store_ops.append(
+            AddMessage(
+                self.key,
+                seq,
+                blob,
+                message.priority,
+                message.expires,
+                persistent,
+                message.producer_message_id if persistent else None,
+            )
+        )
+
+    def recovered(self, count: int, first_seq: int) -> None:
+        """The store holds ``count`` messages from ``first_seq`` on: all paged out for now."""
+        self.paged_out = count
+        self.cursor = first_seq
+        self.stats.enqueued += count
+
+    # -- consumers ----------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        consumers = self.consumers
+        index = len(consumers)
+        for i, other in enumerate(consumers):
+            if other.priority < consumer.priority:
+                index = i
+                break
+        consumers.insert(index, consumer)
+        consumer.containers.append(self)
+        if consumer.exclusive and (
+            self._exclusive_owner is None or consumer.priority > self._exclusive_owner.priority
+        ):
+            self._exclusive_owner = consumer
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+        if self in consumer.containers:
+            consumer.containers.remove(self)
+        if self._exclusive_owner is consumer:
+            self._exclusive_owner = next((c for c in self.consumers if c.exclusive), None)
+        for group, owner in list(self._groups.items()):
+            if owner is consumer:
+                del self._groups[group]
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def _candidates(self) -> list[Consumer]:
+        owner = self._exclusive_owner
+        if owner is not None:
+            return [owner] if owner.has_capacity else []
+        return [c for c in self.consumers if c.has_capacity]
+
+    def dispatch(self) -> None:
+        if self.consumers and self.pending:
+            self._dispatch_pending()
+        if (
+            self.paged_out
+            and self.consumers
+            and not self._page_in_requested
+            and len(self.pending) < PAGE_IN_LOW_WATER
+        ):
+            self._request_page_in()
+
+    def _dispatch_pending(self) -> None:
+        candidates = self._candidates()
+        if not candidates:
+            return
+        region = self.region
+        now = region.now
+        use_groups = self.policy.use_message_groups
+        taken: list[Entry] = []
+        expired: list[Entry] = []
+        for entry in self.pending:
+            message = entry.message
+            if message.expires and message.expires <= now:
+                expired.append(entry)
+                continue
+            consumer = self._select(entry, candidates, use_groups)
+            if consumer is None:
+                continue
+            taken.append(entry)
+            region.deliver(consumer, entry)
+            if not consumer.has_capacity:
+                candidates.remove(consumer)
+                if not candidates:
+                    break
+            elif len(candidates) > 1:
+                _rotate(candidates, consumer)
+            if len(self.consumers) > 1:
+                _rotate(self.consumers, consumer)
+        pending = self.pending
+        for entry in taken:
+            pending.remove(entry)
+        self.in_flight += len(taken)
+        self.stats.dispatched += len(taken)
+        for entry in expired:
+            pending.remove(entry)
+            region.expire(entry)
+
+    def _select(
+        self, entry: Entry, candidates: list[Consumer], use_groups: bool
+    ) -> Consumer | None:
+        message = entry.message
+        lookup: Callable[[str], object | None] | None = None
+        group = message.group_id if use_groups else None
+        if group is not None:
+            owner = self._groups.get(group)
+            if owner is not None:
+                if owner in self.consumers:
+                    return owner if owner in candidates else None
+                del self._groups[group]
+        for consumer in candidates:
+            if consumer.selector is not None or consumer.no_local:
+                if lookup is None:
+                    lookup = self.region.lookup_for(entry)
+                if not consumer.matches(message, lookup):
+                    continue
+            if group is not None:
+                self._groups[group] = consumer
+            return consumer
+        return None
+
+    # -- outcomes of a delivery -----------------------------------------------------------------
+
+    def settle(self, entry: Entry) -> None:
+        """The entry is done with (acked, dead-lettered, expired, discarded): forget it."""
+        self.stats.dequeued += 1
+        usage = self.region.usage
+        usage.memory_used -= entry.message.size
+        if entry.stored:
+            if entry.message.persistent and self.storable:
+                usage.store_used -= len(codec.encode(entry.message))
+            self.region.effects.store_ops.append(RemoveMessage(self.key, entry.seq))
+
+    def acknowledge(self, entry: Entry) -> None:
+        self.in_flight -= 1
+        self.settle(entry)
+
+    def release(self, entry: Entry) -> None:
+        """Back to the waiting list after its consumer went away or rolled back (redelivery)."""
+        self.in_flight -= 1
+        entry.redelivery_count += 1
+        if self.policy.redelivery.exceeded(entry.redelivery_count) and not (
+            self.policy.dead_letter.is_dead_letter_destination(self.destination)
+        ):
+            self.region.dead_letter(
+                entry,
+                f"Delivery[{entry.redelivery_count}] exceeds redelivery policy limit: "
+                f"maximumRedeliveries={self.policy.redelivery.maximum_redeliveries}",
+            )
+            return
+        self.pending.restore(entry)
+
+    def remove_in_flight(self, entry: Entry) -> None:
+        """The entry leaves while in flight without an ack (NACKed to the dead-letter queue)."""
+        self.in_flight -= 1
+
+    # -- paging -------------------------------------------------------------------------------
+
+    def _request_page_in(self) -> None:
+        self._page_in_requested = True
+        self._paged_out_since_request = 0
+        self.region.request_page_in(self.key, self.cursor, PAGE_SIZE)
+
+    def paged_in(self, records: list[StoredMessage], limit: int) -> None:
+        self._page_in_requested = False
+        usage = self.region.usage
+        now = self.region.now
+        for record in records:
+            message = codec.decode(record.blob)
+            persistent_row = message.persistent and self.storable
+            entry = Entry(
+                record.seq,
+                message,
+                self,
+                stored=True,
+                redelivery_count=message.redelivery_count + (1 if record.delivered else 0),
+                marked_delivered=record.delivered,
+            )
+            usage.memory_used += message.size
+            if not persistent_row:
+                usage.temp_used -= message.size
+            if message.is_expired(now):
+                self.region.expire(entry)
+                continue
+            self.pending.append(entry)
+        self.paged_out -= len(records)
+        if records:
+            self.cursor = records[-1].seq + 1
+        if len(records) < limit and not self._paged_out_since_request:
+            # The store has nothing more from the cursor on: trust it over our count.
+            self.paged_out = 0
+        self.paged_out = max(self.paged_out, 0)
+
+    # -- removal ------------------------------------------------------------------------------
+
+    def purge(self) -> list[Entry]:
+        """Drop every waiting message (queue deleted, subscription gone)."""
+        entries = self.pending.clear()
+        usage = self.region.usage
+        for entry in entries:
+            usage.memory_used -= entry.message.size
+        if self.storable or self.paged_out or any(e.stored for e in entries):
+            self.region.effects.store_ops.append(PurgeContainer(self.key))
+        self.paged_out = 0
+        return entries
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.key})"
+
+
+def _rotate(consumers: list[Consumer], consumer: Consumer) -> None:
+    """Move ``consumer`` behind the others of its priority (round robin)."""
+    index = consumers.index(consumer)
+    end = index + 1
+    while end < len(consumers) and consumers[end].priority == consumer.priority:
+        end += 1
+    if end - 1 != index:
+        consumers.pop(index)
+        consumers.insert(end - 1, consumer)

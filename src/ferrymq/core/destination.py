@@ -1,0 +1,138 @@
+"""Destinations and ActiveMQ's wildcard patterns.
+
+A destination is a kind (queue, topic, temporary queue or topic) plus a physical name. Names are
+dot-separated paths; in a *pattern* ``*`` matches one element and ``>`` matches the rest (zero or
+more elements, as ActiveMQ's ``PrefixDestinationFilter`` does: ``foo.>`` matches ``foo`` too).
+The STOMP spelling (``/queue/X``) is the service's business; the core only sees these objects.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+WILDCARD_ONE = "*"
+WILDCARD_REST = ">"
+SEPARATOR = "."
+
+
+class DestinationType(enum.Enum):
+    QUEUE = "queue"
+    TOPIC = "topic"
+    TEMP_QUEUE = "temp-queue"
+    TEMP_TOPIC = "temp-topic"
+
+    @property
+    def is_topic(self) -> bool:
+        return self in (DestinationType.TOPIC, DestinationType.TEMP_TOPIC)
+
+    @property
+    def is_temporary(self) -> bool:
+        return self in (DestinationType.TEMP_QUEUE, DestinationType.TEMP_TOPIC)
+
+
+class DestinationError(ValueError):
+    """A destination name that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    type: DestinationType
+    name: str
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise DestinationError("destination name is empty")
+
+    @classmethod
+    def queue(cls, name: str) -> Destination:
+        return cls(DestinationType.QUEUE, name)
+
+    @classmethod
+    def topic(cls, name: str) -> Destination:
+        return cls(DestinationType.TOPIC, name)
+
+    @property
+    def is_topic(self) -> bool:
+        return self.type.is_topic
+
+    @property
+    def is_queue(self) -> bool:
+        return not self.type.is_topic
+
+    @property
+    def is_temporary(self) -> bool:
+        return self.type.is_temporary
+
+    @property
+    def is_wildcard(self) -> bool:
+        return _is_wildcard(self.name)
+
+    @property
+    def is_advisory(self) -> bool:
+        return self.type is DestinationType.TOPIC and self.name.startswith("ActiveMQ.Advisory.")
+
+    @property
+    def qualified(self) -> str:
+        """``queue://X``: the form ActiveMQ's JDBC store uses for its CONTAINER column."""
+        return f"{self.type.value}://{self.name}"
+
+    @classmethod
+    def parse_qualified(cls, text: str) -> Destination:
+        kind, sep, name = text.partition("://")
+        if not sep:
+            raise DestinationError(f"not a qualified destination: {text!r}")
+        try:
+            return cls(DestinationType(kind), name)
+        except ValueError:
+            raise DestinationError(f"unknown destination kind {kind!r} in {text!r}") from None
+
+    def __str__(self) -> str:
+        return self.qualified
+
+
+def _is_wildcard(name: str) -> bool:
+    return any(part in (WILDCARD_ONE, WILDCARD_REST) for part in name.split(SEPARATOR))
+
+
+class DestinationPattern:
+    """A destination that may contain wildcards; matches destinations of the same family.
+
+    Queues and temporary queues form one family, topics and temporary topics the other, so a
+    ``/queue/>`` consumer does not see topics.
+    """
+
+    __slots__ = ("_parts", "destination")
+
+    def __init__(self, destination: Destination) -> None:
+        self.destination = destination
+        self._parts = tuple(destination.name.split(SEPARATOR)) if destination.is_wildcard else None
+
+    def matches(self, other: Destination) -> bool:
+        if other.is_topic != self.destination.is_topic:
+            return False
+        if self._parts is None:
+            return other.type is self.destination.type and other.name == self.destination.name
+        return match_parts(self._parts, tuple(other.name.split(SEPARATOR)))
+
+    def __repr__(self) -> str:
+        return f"DestinationPattern({self.destination})"
+
+
+def match_parts(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """True when ``path`` (no wildcards) is matched by ``pattern``."""
+    for i, part in enumerate(pattern):
+        if part == WILDCARD_REST:
+            return True
+        if i >= len(path):
+            return False
+        if part != WILDCARD_ONE and part != path[i]:
+            return False
+    return len(path) == len(pattern)
+
+
+def name_matches(pattern: str, name: str) -> bool:
+    """Match a bare name against a bare pattern (used for policy entries and filters)."""
+    if not _is_wildcard(pattern):
+        return pattern == name
+    return match_parts(tuple(pattern.split(SEPARATOR)), tuple(name.split(SEPARATOR)))

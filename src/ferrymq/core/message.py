@@ -1,0 +1,77 @@
+"""The message as the broker core sees it.
+
+Standard fields that drive broker behaviour (persistence, priority, expiry, groups, the broker
+path) are attributes; every other header the producer sent is kept, as a string, in
+``properties`` and handed back unchanged on delivery (ActiveMQ turns them into JMS string
+properties and prints them back as STOMP headers).  Bodies stay ``bytes`` and are never decoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NewType
+
+from ferrymq.core.destination import Destination
+
+MessageId = NewType("MessageId", str)
+
+DEFAULT_PRIORITY = 4
+MIN_PRIORITY = 0
+MAX_PRIORITY = 9
+
+# Property names with a meaning to the broker (ActiveMQ's JMS names, as STOMP headers).
+GROUP_ID = "JMSXGroupID"
+GROUP_SEQ = "JMSXGroupSeq"
+CORRELATION_ID = "correlation-id"
+REPLY_TO = "reply-to"
+TYPE = "type"
+
+# Bytes charged per message on top of its body and headers, for memory accounting: what a
+# Message object, its dict and its queue entry cost in CPython, measured with tracemalloc.
+MESSAGE_OVERHEAD_BYTES = 600
+
+
+@dataclass(slots=True, eq=False)
+class Message:
+    message_id: MessageId
+    destination: Destination
+    body: bytes
+    properties: dict[str, str] = field(default_factory=dict)
+    persistent: bool = False
+    priority: int = DEFAULT_PRIORITY
+    expires: int = 0
+    """Absolute expiry time in epoch milliseconds; 0 never expires."""
+    timestamp: int = 0
+    """When the broker accepted the message, epoch milliseconds."""
+    redelivery_count: int = 0
+    broker_path: tuple[str, ...] = ()
+    """Ids of the brokers this message crossed, oldest first (``JMSActiveMQBrokerPath``)."""
+    producer_message_id: str | None = None
+    """The producer's own id for duplicate detection (header ``ferrymq.producer-message-id``)."""
+    origin_connection: str | None = None
+    """The connection that sent it, for ``activemq.noLocal``; not stored."""
+    original_destination: Destination | None = None
+    """Where a dead-lettered message was first sent."""
+    encoded: bytes | None = field(default=None, repr=False)
+    """The store encoding, cached: a topic message stored for several durable subscriptions is
+    encoded once.  Cleared by ``copy``."""
+
+    @property
+    def group_id(self) -> str | None:
+        return self.properties.get(GROUP_ID)
+
+    @property
+    def size(self) -> int:
+        """Approximate memory cost in bytes, used by usage limits and paging."""
+        return len(self.body) + MESSAGE_OVERHEAD_BYTES
+
+    def is_expired(self, now_ms: int) -> bool:
+        return 0 < self.expires <= now_ms
+
+    def copy(self, **changes: object) -> Message:
+        """A shallow copy with some fields changed (topic copies, DLQ copies, redeliveries)."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        values["properties"] = dict(self.properties)
+        values["encoded"] = None
+        values.update(changes)
+        return Message(**values)

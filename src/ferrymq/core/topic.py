@@ -1,0 +1,118 @@
+"""Topics and their subscriptions.
+
+A topic keeps no messages itself: publishing copies the message into every matching
+subscription.  A subscription is a container of its own with one consumer: a durable one keeps
+persistent messages in the store and keeps collecting while its consumer is offline; a plain one
+lives and dies with its consumer.  Wildcard subscriptions are attached to every topic they match,
+including topics created later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ferrymq.core.consumer import Consumer
+from ferrymq.core.container import ContainerStatistics, MessageContainer
+from ferrymq.core.destination import Destination, DestinationPattern
+from ferrymq.core.entry import Entry
+from ferrymq.core.message import Message
+from ferrymq.core.policy import DestinationPolicy
+from ferrymq.core.selector import Selector
+from ferrymq.store.base import DurableSubscriptionRecord
+
+if TYPE_CHECKING:
+    from ferrymq.core.region import RegionBroker
+
+
+class TopicSubscription(MessageContainer):
+    def __init__(
+        self,
+        region: RegionBroker,
+        key: str,
+        destination: Destination,
+        policy: DestinationPolicy,
+        *,
+        selector: Selector | None,
+        no_local: bool,
+        record: DurableSubscriptionRecord | None = None,
+    ) -> None:
+        super().__init__(region, key, destination, policy, storable=record is not None)
+        self.pattern = DestinationPattern(destination)
+        self.selector = selector
+        self.no_local = no_local
+        self.record = record
+        self.active_connection: str | None = None
+        self.topics: list[Topic] = []
+
+    @property
+    def durable(self) -> bool:
+        return self.record is not None
+
+    @property
+    def consumer(self) -> Consumer | None:
+        return self.consumers[0] if self.consumers else None
+
+    def accepts(self, message: Message, lookup: Callable[[str], object | None] | None) -> bool:
+        if (
+            self.no_local
+            and message.origin_connection is not None
+            and message.origin_connection == self.active_connection
+        ):
+            return False
+        if self.selector is None:
+            return True
+        return lookup is not None and self.selector.matches(lookup)
+
+    def _select(
+        self, entry: Entry, candidates: list[Consumer], use_groups: bool
+    ) -> Consumer | None:
+        # The selector was applied when the message was published to this subscription.
+        return candidates[0]
+
+
+class Topic:
+    def __init__(self, destination: Destination) -> None:
+        self.destination = destination
+        self.subscriptions: list[TopicSubscription] = []
+        self.stats = ContainerStatistics()
+
+    def attach(self, subscription: TopicSubscription) -> None:
+        if subscription not in self.subscriptions:
+            self.subscriptions.append(subscription)
+            subscription.topics.append(self)
+
+    def detach(self, subscription: TopicSubscription) -> None:
+        if subscription in self.subscriptions:
+            self.subscriptions.remove(subscription)
+        if self in subscription.topics:
+            subscription.topics.remove(self)
+
+    @property
+    def consumer_count(self) -> int:
+        return sum(1 for s in self.subscriptions if s.consumers)
+
+    @property
+    def depth(self) -> int:
+        return sum(s.depth for s in self.subscriptions)
+
+    def publish(
+        self, message: Message, seq: int, lookup: Callable[[Entry], Callable[[str], object | None]]
+    ) -> int:
+        """Copy the message into each matching subscription; returns how many took it."""
+        self.stats.enqueued += 1
+        taken = 0
+        resolver: Callable[[str], object | None] | None = None
+        for subscription in self.subscriptions:
+            if subscription.selector is not None and resolver is None:
+                resolver = lookup(Entry(seq, message, subscription))
+            if not subscription.accepts(message, resolver):
+                continue
+            subscription.enqueue(message, seq)
+            subscription.dispatch()
+            taken += 1
+        self.stats.dispatched += taken
+        return taken
+
+    def __repr__(self) -> str:
+        return f"Topic({self.destination.name})"

@@ -1,0 +1,337 @@
+"""``BrokerService``: one broker process's services around the region broker.
+
+It owns the store, the transport listeners and the connections, and it is where "decide, then do"
+is done: after every batch of client frames (and after every store completion) ``process`` drains
+what the core decided, submits the store operations as one write, hands deliveries to their
+connections (those that depend on that write wait for it), closes connections, and starts
+page-ins.  Services start in order (store, recovery, listeners, timers) and stop in reverse.
+Every task it starts is kept in ``_tasks`` and cancelled and awaited by ``stop``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from ferrymq import __version__
+from ferrymq.config.model import BrokerConfig, StompLimitsConfig, TransportConnectorConfig
+from ferrymq.config.persistence import KahaDBConfig
+from ferrymq.core.consumer import Consumer
+from ferrymq.core.effects import Delivery, PageIn
+from ferrymq.core.region import RegionBroker, decode_all
+from ferrymq.core.usage import UsageLimits
+from ferrymq.service.policies import PolicyResolver
+from ferrymq.service.protocol import StompConnection
+from ferrymq.stomp.limits import Limits
+from ferrymq.store.base import MessageStore, StoreError
+from ferrymq.store.memory import MemoryStore
+from ferrymq.store.sqlite import SqliteStore
+from ferrymq.transport.tcp import TcpListener
+
+log = logging.getLogger(__name__)
+
+STOMP_SCHEMES = frozenset({"tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio"})
+TICK_INTERVAL_S = 1.0
+BROWSE_PAGE = 500
+
+
+class BrokerStartError(Exception):
+    """The broker cannot start; the message says what and where."""
+
+
+def generate_broker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000):x}"
+
+
+def _to_limits(config: StompLimitsConfig) -> Limits:
+    return Limits(max_body_bytes=config.max_data_length, max_frame_bytes=config.max_frame_size)
+
+
+def create_store(config: BrokerConfig) -> MessageStore:
+    if not config.persistent or config.persistence is None:
+        return MemoryStore(producer_id_window=config.duplicate_window)
+    if isinstance(config.persistence, KahaDBConfig):
+        directory = config.store_directory
+        assert directory is not None
+        return SqliteStore(directory, producer_id_window=config.duplicate_window)
+    raise BrokerStartError(
+        f"{type(config.persistence).__name__}: this persistence adapter is not supported yet "
+        "(the PostgreSQL store comes with master/slave support)"
+    )
+
+
+class BrokerService:
+    def __init__(self, config: BrokerConfig, *, store: MessageStore | None = None) -> None:
+        self.config = config
+        self.broker_id = config.broker_id or generate_broker_id()
+        self.incarnation = f"{int(time.time() * 1000):x}"
+        usage = config.system_usage
+        self.region = RegionBroker(
+            self.broker_id,
+            config.broker_name,
+            incarnation=self.incarnation,
+            policies=PolicyResolver(config),
+            usage_limits=UsageLimits(
+                memory_bytes=usage.memory_limit,
+                store_bytes=usage.store_limit,
+                temp_bytes=usage.temp_limit,
+            ),
+            duplicate_window=config.duplicate_window,
+            advisory_support=config.advisory_support,
+        )
+        self.store = store if store is not None else create_store(config)
+        self.server_name = f"FerryMQ/{__version__}"
+        self.send_fail_if_no_space = usage.send_fail_if_no_space
+        self.listeners: list[TcpListener] = []
+        self.connections: dict[str, StompConnection] = {}
+        self.last_commit: asyncio.Future[None] | None = None
+        self.started = False
+        self.started_at = 0.0
+        self._connection_ids = itertools.count(1)
+        self._auto_acks: list[Delivery] = []
+        self._flow_waiters: list[StompConnection] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._processing = False
+        self._tick_handle: asyncio.TimerHandle | None = None
+        self._store_failed: BaseException | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        try:
+            recovery = await self.store.start()
+        except StoreError as exc:
+            raise BrokerStartError(str(exc)) from exc
+        self.tick_clock()
+        self.region.recover(recovery)
+        self.process()
+        try:
+            for connector in self.config.transport_connectors:
+                await self._start_listener(connector)
+        except BaseException:
+            await self.stop()
+            raise
+        if self.listeners:
+            first = self.listeners[0]
+            self.region.broker_url = f"tcp://{first.host}:{first.port}"
+        self._tick_handle = asyncio.get_running_loop().call_later(TICK_INTERVAL_S, self._tick)
+        self.started = True
+        self.started_at = time.time()
+        log.info(
+            "broker %s (%s) started, store recovered %d destinations",
+            self.config.broker_name,
+            self.broker_id,
+            len(recovery.containers),
+        )
+
+    async def _start_listener(self, connector: TransportConnectorConfig) -> None:
+        scheme = connector.scheme
+        if scheme not in STOMP_SCHEMES:
+            raise BrokerStartError(
+                f"transport connector {connector.display_name}: scheme {scheme}:// is not "
+                "supported yet (FerryMQ serves STOMP on tcp:// and stomp://)"
+            )
+        limits = _to_limits(connector.stomp)
+        grace = max(connector.stomp.hb_grace_period_multiplier, 1.5)
+        listener = TcpListener(
+            connector.host or "0.0.0.0",
+            connector.port,
+            lambda: StompConnection(self, connector.display_name, limits=limits, grace=grace),
+            maximum_connections=connector.maximum_connections,
+            name=connector.display_name,
+        )
+        await listener.start()
+        self.listeners.append(listener)
+        log.info("listening for STOMP on %s:%d (%s)", listener.host, listener.port, connector.uri)
+
+    async def stop(self) -> None:
+        self.started = False
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None
+        for listener in reversed(self.listeners):
+            await listener.stop()
+        self.listeners.clear()
+        for connection in list(self.connections.values()):
+            connection.close("broker stopping")
+        self.process()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self.last_commit is not None and not self.last_commit.done():
+            await asyncio.wait([self.last_commit])
+        await self.store.stop()
+
+    @property
+    def ports(self) -> list[int]:
+        return [listener.port for listener in self.listeners]
+
+    # -- connections --------------------------------------------------------------------------
+
+    def new_connection_id(self) -> str:
+        return f"ID:{self.broker_id}-{next(self._connection_ids)}"
+
+    def register(self, connection: StompConnection) -> None:
+        self.connections[connection.connection_id] = connection
+
+    def unregister(self, connection: StompConnection) -> None:
+        self.connections.pop(connection.connection_id, None)
+        if connection in self._flow_waiters:
+            self._flow_waiters.remove(connection)
+
+    def wait_for_space(self, connection: StompConnection) -> None:
+        """A producer is blocked by flow control; ``process`` resumes it when space frees."""
+        if connection not in self._flow_waiters:
+            self._flow_waiters.append(connection)
+
+    def auto_written(self, deliveries: list[Delivery]) -> None:
+        self._auto_acks.extend(deliveries)
+
+    def tick_clock(self) -> None:
+        self.region.now = int(time.time() * 1000)
+
+    # -- decide, then do ----------------------------------------------------------------------
+
+    def process(self) -> None:
+        """Carry out what the core decided, until it has nothing more to say."""
+        if self._processing:
+            return
+        self._processing = True
+        try:
+            region = self.region
+            while True:
+                effects = region.drain()
+                if not effects:
+                    if self._auto_acks:
+                        acks, self._auto_acks = self._auto_acks, []
+                        region.acknowledge_written(acks)
+                        continue
+                    if self._flow_waiters and not self._usage_full():
+                        waiters, self._flow_waiters = self._flow_waiters, []
+                        for waiter in waiters:
+                            waiter.resume()
+                        continue
+                    break
+                if effects.store_ops:
+                    self._write(effects.store_ops)
+                commit = self.last_commit
+                connections = self.connections
+                for delivery in effects.deliveries:
+                    connection = connections.get(delivery.consumer.connection_id)
+                    if connection is not None:
+                        connection.deliver(delivery, commit if delivery.after_commit else None)
+                for close in effects.closes:
+                    connection = connections.get(close.connection_id)
+                    if connection is not None:
+                        connection.close(close.reason)
+                for page_in in effects.page_ins:
+                    self.spawn(self._page_in(page_in))
+        finally:
+            self._processing = False
+
+    def _usage_full(self) -> bool:
+        usage = self.region.usage
+        return usage.store_full or usage.memory_full
+
+    def _write(self, ops: list[Any]) -> None:
+        if self._store_failed is not None:
+            return
+        future = self.store.write(ops)
+        future.add_done_callback(self._commit_done)
+        self.last_commit = future
+
+    def _commit_done(self, future: asyncio.Future[None]) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None and self._store_failed is None:
+            self._store_failed = exc
+            log.critical("store write failed, the broker stops serving: %s", exc)
+            self.spawn(self._stop_after_store_failure())
+
+    async def _stop_after_store_failure(self) -> None:
+        for listener in self.listeners:
+            await listener.stop()
+        for connection in list(self.connections.values()):
+            connection.close("the broker's store failed")
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("broker task failed", exc_info=task.exception())
+
+    async def _page_in(self, request: PageIn) -> None:
+        records = await self.store.load(request.container, request.from_seq, request.limit)
+        self.tick_clock()
+        self.region.paged_in(request.container, records, request.limit)
+        self.process()
+
+    def _tick(self) -> None:
+        self.tick_clock()
+        self.region.tick()
+        self.process()
+        self._tick_handle = asyncio.get_running_loop().call_later(TICK_INTERVAL_S, self._tick)
+
+    # -- browsing -----------------------------------------------------------------------------
+
+    def browse(self, connection: StompConnection, consumer: Consumer) -> None:
+        """Send a snapshot of a queue to a browser subscription, then ``browser:end``."""
+        messages, key, cursor, paged_out = self.region.browse(consumer.destination)
+        for message in messages:
+            connection.send_browsed(consumer, message)
+        if paged_out:
+            self.spawn(self._browse_store(connection, consumer, key, cursor))
+        else:
+            connection.send_browse_end(consumer)
+
+    async def _browse_store(
+        self, connection: StompConnection, consumer: Consumer, key: str, cursor: int
+    ) -> None:
+        while not connection.closed:
+            records = await self.store.load(key, cursor, BROWSE_PAGE)
+            for message in decode_all(records):
+                connection.send_browsed(consumer, message)
+            if len(records) < BROWSE_PAGE:
+                break
+            cursor = records[-1].seq + 1
+        connection.send_browse_end(consumer)
+
+    # -- what the admin API shows -------------------------------------------------------------
+
+    def statistics(self) -> dict[str, Any]:
+        usage = self.region.usage
+        store = self.store.statistics()
+        return {
+            "name": self.config.broker_name,
+            "id": self.broker_id,
+            "version": __version__,
+            "uptime_s": time.time() - self.started_at if self.started else 0.0,
+            "connections": len(self.connections),
+            "listeners": [
+                {"name": listener.name, "address": listener.address} for listener in self.listeners
+            ],
+            "memory": {"used": usage.memory_used, "limit": usage.limits.memory_bytes},
+            "store": {
+                "used": usage.store_used,
+                "limit": usage.limits.store_bytes,
+                "commits": store.commits,
+                "operations": store.operations,
+                "last_commit_ms": store.last_commit_ms,
+                "total_commit_ms": store.total_commit_ms,
+            },
+            "temp": {"used": usage.temp_used, "limit": usage.limits.temp_bytes},
+            "duplicates_suppressed": self.region.dedup.duplicates,
+        }

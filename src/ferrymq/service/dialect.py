@@ -1,0 +1,238 @@
+"""ActiveMQ's STOMP dialect: destination names and how frame headers map to a message.
+
+Destinations (ActiveMQ's LegacyFrameTranslator): ``/queue/X``, ``/topic/X``, per-connection
+``/temp-queue/N`` and ``/temp-topic/N``, another connection's ``/remote-temp-queue/ID`` and
+``/remote-temp-topic/ID``, comma-separated composites, and, as ActiveMQ does, an unprefixed name
+means a queue of that name.  Unlike ActiveMQ, a name that starts with ``/`` but with none of these
+prefixes is refused (ActiveMQ would silently create a queue called ``/foo/bar``).
+
+SEND headers: ``persistent:true`` makes a message persistent (absent means non-persistent, the
+STOMP default that ActiveMQ keeps); ``priority`` 0-9 (default 4); ``expires`` is an absolute epoch
+time in ms (0 never); every other header except the frame's own (``receipt``, ``transaction``,
+``content-length``...) is kept as a message property and handed back on delivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ferrymq.core.destination import Destination, DestinationError, DestinationType
+from ferrymq.core.errors import BrokerError
+from ferrymq.core.message import MAX_PRIORITY, MIN_PRIORITY, Message, MessageId
+from ferrymq.stomp import constants as h
+
+QUEUE_PREFIX = "/queue/"
+TOPIC_PREFIX = "/topic/"
+TEMP_QUEUE_PREFIX = "/temp-queue/"
+TEMP_TOPIC_PREFIX = "/temp-topic/"
+REMOTE_TEMP_QUEUE_PREFIX = "/remote-temp-queue/"
+REMOTE_TEMP_TOPIC_PREFIX = "/remote-temp-topic/"
+
+BROKER_PATH = "JMSActiveMQBrokerPath"
+DELIVERY_COUNT = "JMSXDeliveryCount"
+
+# Headers that belong to the SEND frame, not to the message (ActiveMQ strips the same ones).
+_FRAME_ONLY = frozenset(
+    {
+        h.DESTINATION,
+        h.RECEIPT_HEADER,
+        h.TRANSACTION,
+        h.CONTENT_LENGTH,
+        h.MESSAGE_ID,
+        h.REDELIVERED,
+        h.SUBSCRIPTION,
+        h.ACK_HEADER,
+        h.PERSISTENT,
+        h.PRIORITY,
+        h.EXPIRES,
+        h.TIMESTAMP,
+        "JMSXUserID",
+        BROKER_PATH,
+        DELIVERY_COUNT,
+        h.FERRYMQ_PRODUCER_MESSAGE_ID,
+    }
+)
+
+
+class TemporaryNames:
+    """One connection's temporary destinations: the client's name ``N`` <-> a broker-wide name."""
+
+    def __init__(self, connection_id: str) -> None:
+        self._connection_id = connection_id
+        self._physical: dict[tuple[DestinationType, str], str] = {}
+        self._local: dict[tuple[DestinationType, str], str] = {}
+
+    def physical(self, kind: DestinationType, local_name: str) -> tuple[str, bool]:
+        """The broker-wide name for ``/temp-queue/<local_name>``, and whether it is new."""
+        key = (kind, local_name)
+        name = self._physical.get(key)
+        if name is not None:
+            return name, False
+        name = f"{self._connection_id}:{len(self._physical) + 1}"
+        self._physical[key] = name
+        self._local[(kind, name)] = local_name
+        return name, True
+
+    def local(self, destination: Destination) -> str | None:
+        return self._local.get((destination.type, destination.name))
+
+
+def parse_destinations(
+    text: str | None, names: TemporaryNames | None = None
+) -> tuple[list[Destination], list[Destination]]:
+    """Resolve a STOMP destination header; returns (destinations, temporaries created now)."""
+    if text is None or not text.strip():
+        raise BrokerError("destination header is missing or empty")
+    destinations: list[Destination] = []
+    created: list[Destination] = []
+    for raw in text.split(","):
+        part = raw.strip()
+        destination, new = _parse_one(part, names)
+        destinations.append(destination)
+        if new:
+            created.append(destination)
+    return destinations, created
+
+
+def _parse_one(text: str, names: TemporaryNames | None) -> tuple[Destination, bool]:
+    try:
+        for prefix, kind in (
+            (QUEUE_PREFIX, DestinationType.QUEUE),
+            (TOPIC_PREFIX, DestinationType.TOPIC),
+            (REMOTE_TEMP_QUEUE_PREFIX, DestinationType.TEMP_QUEUE),
+            (REMOTE_TEMP_TOPIC_PREFIX, DestinationType.TEMP_TOPIC),
+        ):
+            if text.startswith(prefix):
+                return Destination(kind, text[len(prefix) :]), False
+        for prefix, kind in (
+            (TEMP_QUEUE_PREFIX, DestinationType.TEMP_QUEUE),
+            (TEMP_TOPIC_PREFIX, DestinationType.TEMP_TOPIC),
+        ):
+            if text.startswith(prefix):
+                local_name = text[len(prefix) :]
+                if not local_name:
+                    raise DestinationError("destination name is empty")
+                if names is None:
+                    raise BrokerError(f"temporary destination {text} needs a connection")
+                physical, new = names.physical(kind, local_name)
+                return Destination(kind, physical), new
+        if text.startswith("/"):
+            raise BrokerError(
+                f"Illegal destination name: [{text}] -- STOMP destinations must begin with one "
+                "of: /queue/ /topic/ /temp-queue/ /temp-topic/ /remote-temp-queue/ "
+                "/remote-temp-topic/ (or be a plain queue name)"
+            )
+        return Destination.queue(text), False
+    except DestinationError as exc:
+        raise BrokerError(f"Illegal destination name: [{text}]: {exc}") from None
+
+
+def format_destination(destination: Destination, names: TemporaryNames | None = None) -> str:
+    """The STOMP name a given connection sees for a destination."""
+    kind = destination.type
+    if kind is DestinationType.QUEUE:
+        return QUEUE_PREFIX + destination.name
+    if kind is DestinationType.TOPIC:
+        return TOPIC_PREFIX + destination.name
+    local = names.local(destination) if names is not None else None
+    if kind is DestinationType.TEMP_QUEUE:
+        return (
+            TEMP_QUEUE_PREFIX + local
+            if local is not None
+            else REMOTE_TEMP_QUEUE_PREFIX + destination.name
+        )
+    return (
+        TEMP_TOPIC_PREFIX + local
+        if local is not None
+        else REMOTE_TEMP_TOPIC_PREFIX + destination.name
+    )
+
+
+def _int_header(headers: Mapping[str, str], name: str, default: int) -> int:
+    value = headers.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise BrokerError(f"header {name} must be an integer, got {value!r}") from None
+
+
+def message_from_send(
+    message_id: MessageId,
+    headers: Mapping[str, str],
+    body: bytes,
+    destinations: list[Destination],
+    now_ms: int,
+    names: TemporaryNames | None = None,
+) -> Message:
+    priority = _int_header(headers, h.PRIORITY, 4)
+    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+        raise BrokerError(f"header priority must be 0-9, got {priority}")
+    expires = _int_header(headers, h.EXPIRES, 0)
+    timestamp = _int_header(headers, h.TIMESTAMP, 0) or now_ms
+    properties = {k: v for k, v in headers.items() if k not in _FRAME_ONLY}
+    reply_to = properties.get(h.REPLY_TO)
+    if reply_to is not None and reply_to.startswith((TEMP_QUEUE_PREFIX, TEMP_TOPIC_PREFIX)):
+        # Another connection cannot reach this connection's name for it; publish the
+        # broker-wide one (ActiveMQ does the same).
+        (target,), _ = parse_destinations(reply_to, names)
+        properties[h.REPLY_TO] = format_destination(target)
+    path = headers.get(BROKER_PATH)
+    return Message(
+        message_id=message_id,
+        destination=destinations[0],
+        body=body,
+        properties=properties,
+        persistent=headers.get(h.PERSISTENT, "").strip().lower() == "true",
+        priority=priority,
+        expires=max(expires, 0),
+        timestamp=timestamp,
+        broker_path=tuple(p for p in path.split(",") if p) if path else (),
+        producer_message_id=headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or None,
+    )
+
+
+def message_headers(
+    message: Message, redelivery_count: int, names: TemporaryNames | None = None
+) -> dict[str, str]:
+    """Headers of a MESSAGE frame for one delivery, besides destination, message-id,
+    subscription and ack (ActiveMQ's copyStandardHeadersFromMessageToFrame)."""
+    headers = {
+        h.EXPIRES: str(message.expires),
+        h.PRIORITY: str(message.priority),
+        h.TIMESTAMP: str(message.timestamp),
+    }
+    if message.persistent:
+        headers[h.PERSISTENT] = "true"
+    if redelivery_count:
+        headers[h.REDELIVERED] = "true"
+    headers[DELIVERY_COUNT] = str(redelivery_count + 1)
+    if message.original_destination is not None:
+        headers[h.ORIGINAL_DESTINATION] = format_destination(message.original_destination)
+    if message.broker_path:
+        headers[BROKER_PATH] = ",".join(message.broker_path)
+    if message.producer_message_id is not None:
+        headers[h.FERRYMQ_PRODUCER_MESSAGE_ID] = message.producer_message_id
+    for name, value in message.properties.items():
+        if (
+            name == h.REPLY_TO
+            and names is not None
+            and value.startswith((REMOTE_TEMP_QUEUE_PREFIX, REMOTE_TEMP_TOPIC_PREFIX))
+        ):
+            (target,), _ = parse_destinations(value)
+            value = format_destination(target, names)
+        headers.setdefault(name, value)
+    return headers
+
+
+def sanitize_for_version(headers: dict[str, str]) -> dict[str, str]:
+    """Make headers representable in STOMP 1.0, which cannot escape: a header written by a
+    1.1+ producer may hold a line break or a colon that a 1.0 subscriber cannot be sent."""
+    clean: dict[str, str] = {}
+    for name, value in headers.items():
+        name = name.replace(":", "_").replace("\n", " ").replace("\r", " ")
+        value = value.replace("\r", " ").replace("\n", " ").replace("\x00", "")
+        if name:
+            clean[name] = value
+    return clean

@@ -1,0 +1,553 @@
+"""One STOMP client connection, from bytes to broker calls and back (ActiveMQ's ProtocolConverter).
+
+The STOMP session (sans-IO) turns bytes into validated events; this class maps each event to a
+call on the region broker, and queues what goes back in an *outbox* that keeps frame order: a
+frame that depends on a store commit (a receipt for a persistent send, a persistent message the
+store must first mark as delivered) waits at the head of the outbox until that commit is durable,
+and everything behind it waits too.  Nothing here blocks and nothing here owns a task: waiting is
+a done-callback on the commit's future, timers belong to the inactivity monitor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, cast
+
+from ferrymq.core.consumer import (
+    DURABLE_TOPIC_PREFETCH,
+    QUEUE_BROWSER_PREFETCH,
+    QUEUE_PREFETCH,
+    TOPIC_PREFETCH,
+    AckMode,
+    Consumer,
+)
+from ferrymq.core.effects import Delivery
+from ferrymq.core.errors import BrokerError
+from ferrymq.core.message import Message, MessageId
+from ferrymq.core.region import AckRef
+from ferrymq.core.selector import SelectorError, parse_selector
+from ferrymq.service import dialect
+from ferrymq.stomp import constants as h
+from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
+from ferrymq.stomp.events import (
+    Abort,
+    Ack,
+    Begin,
+    Commit,
+    Connect,
+    Disconnect,
+    Nack,
+    Send,
+    ServerEvent,
+    Subscribe,
+    Unsubscribe,
+)
+from ferrymq.stomp.limits import Limits
+from ferrymq.stomp.session import ServerSession
+from ferrymq.transport.connection import TransportConnection
+from ferrymq.transport.inactivity import InactivityMonitor
+
+if TYPE_CHECKING:
+    from ferrymq.service.broker import BrokerService
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_S = 30.0
+"""A socket that sends no CONNECT in this time is closed (ActiveMQ connectionAttemptTimeout)."""
+
+_OutboxItem = tuple["asyncio.Future[None] | None", bytes, "Delivery | None"]
+
+
+class StompConnection:
+    def __init__(
+        self, service: BrokerService, connector: str, *, limits: Limits, grace: float
+    ) -> None:
+        self.service = service
+        self.region = service.region
+        self.connector = connector
+        self.connection_id = service.new_connection_id()
+        self.session = ServerSession(limits=limits)
+        self._grace = grace
+        self.names = dialect.TemporaryNames(self.connection_id)
+        self.transport: TransportConnection | None = None
+        self.connected = False
+        self.version = h.V1_0
+        self.closed = False
+        self._outbox: deque[_OutboxItem] = deque()
+        self._armed: asyncio.Future[None] | None = None
+        self._held_auto: list[Delivery] = []
+        self._stalled: list[ServerEvent] = []
+        self._monitor: InactivityMonitor | None = None
+        self._connect_timer: asyncio.TimerHandle | None = None
+        self._close_when_flushed = False
+        self._sub_has_id: dict[str, bool] = {}
+
+    def is_closed(self) -> bool:
+        return self.closed
+
+    # -- transport callbacks ------------------------------------------------------------------
+
+    def connection_made(self, connection: TransportConnection) -> None:
+        self.transport = connection
+        self.service.register(self)
+        self._connect_timer = asyncio.get_running_loop().call_later(
+            CONNECT_TIMEOUT_S, self._connect_timeout
+        )
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        while True:
+            try:
+                events = self.session.receive_data(data)
+            except RemoteProtocolError as exc:
+                # Frames decoded before the fault come first (STOMP keeps frame order).
+                self._accept(cast(list[ServerEvent], list(exc.events)))
+                if self.is_closed():
+                    return
+                self.service.process()
+                self._fail(exc.message, exc.receipt_id, fatal=exc.fatal)
+                if exc.fatal:
+                    return
+                data = b""
+                continue
+            self._accept(events)
+            return
+
+    def _accept(self, events: list[ServerEvent]) -> None:
+        if not events:
+            return
+        if self._stalled:
+            self._stalled.extend(events)
+            return
+        self._handle_events(events)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._teardown()
+
+    def writing_paused(self) -> None:
+        pass
+
+    def writing_resumed(self) -> None:
+        if self._held_auto:
+            held, self._held_auto = self._held_auto, []
+            self.service.auto_written(held)
+            self.service.process()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _handle_events(self, events: list[ServerEvent]) -> None:
+        service = self.service
+        service.tick_clock()
+        for index, event in enumerate(events):
+            if self.closed or self._close_when_flushed:
+                break
+            try:
+                if self._handle(event):
+                    self._stalled = list(events[index:])
+                    if self.transport is not None:
+                        self.transport.pause_reading()
+                    service.wait_for_space(self)
+                    break
+            except BrokerError as exc:
+                service.process()
+                self._fail(exc.message, getattr(event, "receipt", None), fatal=exc.fatal)
+                if exc.fatal:
+                    return
+        service.process()
+
+    def resume(self) -> None:
+        """Flow control lifted: handle the frames that were waiting, then read again."""
+        events, self._stalled = self._stalled, []
+        if self.transport is not None:
+            self.transport.resume_reading()
+        if events and not self.closed:
+            self._handle_events(events)
+
+    def _handle(self, event: ServerEvent) -> bool:
+        """Handle one event; True means "blocked by flow control, try again later"."""
+        match event:
+            case Send():
+                return self._on_send(event)
+            case Ack() | Nack():
+                self._on_ack(event)
+            case Subscribe():
+                self._on_subscribe(event)
+            case Unsubscribe():
+                self._on_unsubscribe(event)
+            case Begin():
+                self.region.begin(self.connection_id, event.transaction)
+                self._receipt(event.receipt)
+            case Commit():
+                self._with_receipt(event.receipt, self.region.commit, event.transaction)
+            case Abort():
+                self._with_receipt(event.receipt, self.region.abort, event.transaction)
+            case Connect():
+                self._on_connect(event)
+            case Disconnect():
+                self._on_disconnect(event)
+            case _:
+                pass  # heart-beat: its arrival already counted as activity
+        return False
+
+    def _with_receipt(self, receipt: str | None, call: object, *args: str) -> None:
+        ops_before = len(self.region.effects.store_ops)
+        call(self.connection_id, *args)  # type: ignore[operator]
+        self._receipt(receipt, needs_commit=len(self.region.effects.store_ops) > ops_before)
+
+    def _receipt(self, receipt: str | None, *, needs_commit: bool = False) -> None:
+        if receipt is None:
+            return
+        self.service.process()
+        wait = self.service.last_commit if needs_commit else None
+        self._enqueue(self.session.receipt(receipt), wait)
+
+    def _on_connect(self, event: Connect) -> None:
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+            self._connect_timer = None
+        transport = self.transport
+        self.region.add_connection(
+            self.connection_id,
+            event.client_id or None,
+            user=event.login,
+            remote_address=transport.remote_address if transport else None,
+        )
+        self.connected = True
+        self.version = event.version
+        client_sends, client_wants = event.heart_beat
+        # ActiveMQ adopts the client's values: it sends every cy and expects data every cx.
+        read_timeout = int(client_sends * self._grace) if client_sends else 0
+        write_interval = client_wants // 2 if client_wants else 0
+        if transport is not None and (read_timeout or write_interval):
+            self._monitor = InactivityMonitor(
+                transport,
+                read_timeout_ms=read_timeout,
+                write_interval_ms=write_interval,
+                on_read_timeout=self._heart_beat_missed,
+                send_keepalive=self._send_keepalive,
+            )
+            self._monitor.start()
+        self._write(
+            self.session.connected(
+                session=self.connection_id,
+                server=self.service.server_name,
+                heart_beat=(client_wants, client_sends),
+            )
+        )
+
+    def _on_send(self, event: Send) -> bool:
+        region = self.region
+        destinations, created = dialect.parse_destinations(event.destination, self.names)
+        for destination in created:
+            region.create_temporary(self.connection_id, destination)
+        message = dialect.message_from_send(
+            region.new_message_id(),
+            event.headers,
+            event.body,
+            destinations,
+            region.now,
+            self.names,
+        )
+        blocked = region.producer_blocked(message)
+        if blocked is not None:
+            if self.service.send_fail_if_no_space:
+                raise BrokerError(
+                    f"Usage Manager {blocked.capitalize()} is Full. Stopping producer "
+                    f"({self.connection_id}) to prevent flooding {event.destination}.",
+                    fatal=False,
+                )
+            return True
+        ops_before = len(region.effects.store_ops)
+        accepted = region.send(self.connection_id, message, destinations, event.transaction)
+        if event.receipt is not None:
+            grew = len(region.effects.store_ops) > ops_before
+            self._receipt(event.receipt, needs_commit=grew or not accepted)
+        return False
+
+    def _on_ack(self, event: Ack | Nack) -> None:
+        if self.version == h.V1_2:
+            ref = AckRef(ack_id=event.id)
+        else:
+            ref = AckRef(message_id=event.message_id, subscription_id=event.subscription)
+        ops_before = len(self.region.effects.store_ops)
+        if isinstance(event, Nack):
+            self.region.nack(self.connection_id, ref, event.transaction)
+        else:
+            self.region.acknowledge(self.connection_id, ref, event.transaction)
+        self._receipt(event.receipt, needs_commit=len(self.region.effects.store_ops) > ops_before)
+
+    def _on_subscribe(self, event: Subscribe) -> None:
+        region = self.region
+        headers = event.headers
+        destinations, created = dialect.parse_destinations(event.destination, self.names)
+        if len(destinations) != 1:
+            raise BrokerError("SUBSCRIBE to a composite destination is not supported yet")
+        destination = destinations[0]
+        for temporary in created:
+            region.create_temporary(self.connection_id, temporary)
+        subscription_id = (
+            event.id if event.id is not None else f"/subscription-to/{event.destination}"
+        )
+        durable_name = headers.get(h.ACTIVEMQ_SUBSCRIPTION_NAME)
+        browser = headers.get(h.BROWSER, "").lower() == "true" and self.version != h.V1_0
+        selector = None
+        if event.selector:
+            try:
+                selector = parse_selector(event.selector)
+            except SelectorError as exc:
+                raise BrokerError(str(exc)) from None
+        if browser:
+            default_prefetch = QUEUE_BROWSER_PREFETCH
+        elif not destination.is_topic:
+            default_prefetch = QUEUE_PREFETCH
+        elif durable_name is not None:
+            default_prefetch = DURABLE_TOPIC_PREFETCH
+        else:
+            default_prefetch = TOPIC_PREFETCH
+        consumer = Consumer(
+            self.connection_id,
+            subscription_id,
+            destination,
+            ack_mode=AckMode(event.ack),
+            prefetch=_int_option(headers, h.ACTIVEMQ_PREFETCH_SIZE, default_prefetch),
+            selector=selector,
+            priority=_int_option(headers, h.ACTIVEMQ_PRIORITY, 0),
+            exclusive=headers.get(h.ACTIVEMQ_EXCLUSIVE, "").lower() == "true",
+            no_local=headers.get(h.ACTIVEMQ_NO_LOCAL, "").lower() == "true",
+            browser=browser,
+            durable_name=durable_name,
+        )
+        consumer.extra = {k: v for k, v in headers.items() if k.startswith("activemq.")}
+        self._sub_has_id[subscription_id] = event.id is not None
+        if browser:
+            self._receipt(event.receipt)
+            self.service.browse(self, consumer)
+            return
+        ops_before = len(region.effects.store_ops)
+        region.subscribe(consumer, start=False)
+        self._receipt(event.receipt, needs_commit=len(region.effects.store_ops) > ops_before)
+        region.start_consumer(consumer)
+
+    def _on_unsubscribe(self, event: Unsubscribe) -> None:
+        region = self.region
+        state = region.connections.get(self.connection_id)
+        if event.subscription_name is not None:
+            region.destroy_durable(self.connection_id, event.subscription_name)
+        elif event.id is not None:
+            region.unsubscribe(self.connection_id, event.id)
+        elif state is not None and event.destination is not None:
+            target = f"/subscription-to/{event.destination}"
+            if target not in state.consumers:
+                destinations, _ = dialect.parse_destinations(event.destination, self.names)
+                target = next(
+                    (sid for sid, c in state.consumers.items() if c.destination in destinations),
+                    target,
+                )
+            region.unsubscribe(self.connection_id, target)
+        self._receipt(event.receipt)
+
+    def _on_disconnect(self, event: Disconnect) -> None:
+        self.region.remove_connection(self.connection_id)
+        self._drop_queued_messages()
+        self.service.process()
+        if event.receipt is not None:
+            self._enqueue(self.session.receipt(event.receipt), self.service.last_commit)
+        self._close_when_flushed = True
+        self._maybe_close()
+
+    # -- deliveries and the outbox ------------------------------------------------------------
+
+    def deliver(self, delivery: Delivery, wait: asyncio.Future[None] | None) -> None:
+        consumer = delivery.consumer
+        entry = delivery.entry
+        frame = self._message_frame(
+            consumer,
+            entry.message,
+            dialect.message_headers(entry.message, entry.redelivery_count, self.names),
+            ack=None if consumer.ack_mode is AckMode.AUTO else delivery.ack_id,
+        )
+        auto = delivery if consumer.ack_mode is AckMode.AUTO else None
+        self._enqueue(frame, wait, auto)
+
+    def _message_frame(
+        self,
+        consumer: Consumer,
+        message: Message,
+        headers: dict[str, str],
+        *,
+        ack: str | None = None,
+        message_id: str | None = None,
+        body: bytes | None = None,
+    ) -> bytes:
+        sub_id = consumer.subscription_id
+        destination = dialect.format_destination(message.destination, self.names)
+        subscription = sub_id if self._sub_has_id.get(sub_id, True) else None
+        try:
+            return self.session.message(
+                destination,
+                message_id or message.message_id,
+                subscription=subscription,
+                ack=ack,
+                headers=headers,
+                body=message.body if body is None else body,
+            )
+        except LocalProtocolError:
+            # A header this connection's STOMP version cannot carry (a 1.0 subscriber).
+            return self.session.message(
+                destination,
+                message_id or message.message_id,
+                subscription=subscription,
+                ack=ack,
+                headers=dialect.sanitize_for_version(headers),
+                body=message.body if body is None else body,
+            )
+
+    def send_browsed(self, consumer: Consumer, message: Message) -> None:
+        """One message of a queue browser's snapshot (never acknowledged)."""
+        headers = dialect.message_headers(message, message.redelivery_count, self.names)
+        self._enqueue(self._message_frame(consumer, message, headers), None)
+
+    def send_browse_end(self, consumer: Consumer) -> None:
+        """ActiveMQ ends a browse with an empty MESSAGE carrying ``browser:end``."""
+        end = Message(MessageId("0"), consumer.destination, b"")
+        frame = self._message_frame(consumer, end, {h.BROWSER: "end"}, message_id="0", body=b"")
+        self._enqueue(frame, None)
+
+    def _enqueue(
+        self, data: bytes, wait: asyncio.Future[None] | None, auto: Delivery | None = None
+    ) -> None:
+        if self.closed:
+            return
+        if wait is not None and wait.done():
+            wait = None if wait.exception() is None else wait
+        if not self._outbox and wait is None:
+            self._write(data, auto)
+            return
+        self._outbox.append((wait, data, auto))
+        self._arm()
+
+    def _arm(self) -> None:
+        if not self._outbox:
+            return
+        head_wait = self._outbox[0][0]
+        if head_wait is not None and not head_wait.done() and self._armed is not head_wait:
+            self._armed = head_wait
+            head_wait.add_done_callback(self._on_commit)
+
+    def _on_commit(self, future: asyncio.Future[None]) -> None:
+        self._armed = None
+        if self.closed:
+            return
+        self._drain_outbox()
+        self.service.process()
+
+    def _drain_outbox(self) -> None:
+        outbox = self._outbox
+        while outbox:
+            wait, data, auto = outbox[0]
+            if wait is not None:
+                if not wait.done():
+                    self._arm()
+                    return
+                if wait.cancelled() or wait.exception() is not None:
+                    # The store failed: what depended on it must not be confirmed.
+                    self._fail("The broker's store failed; the operation was not completed", None)
+                    return
+            outbox.popleft()
+            self._write(data, auto)
+        self._maybe_close()
+
+    def _write(self, data: bytes, auto: Delivery | None = None) -> None:
+        transport = self.transport
+        if transport is None or self.closed:
+            return
+        transport.write(data)
+        if auto is not None:
+            if transport.write_paused:
+                self._held_auto.append(auto)
+            else:
+                self.service.auto_written([auto])
+
+    def _drop_queued_messages(self) -> None:
+        self._outbox = deque(item for item in self._outbox if item[2] is None)
+
+    def _maybe_close(self) -> None:
+        if self._close_when_flushed and not self._outbox and self.transport is not None:
+            self.transport.close()
+
+    # -- failures -----------------------------------------------------------------------------
+
+    def _fail(self, message: str, receipt_id: str | None, *, fatal: bool = True) -> None:
+        frame = self.session.error(message, receipt_id=receipt_id)
+        log.info(
+            "connection %s: ERROR %s%s",
+            self.connection_id,
+            message,
+            "" if fatal else " (kept open)",
+        )
+        if not fatal:
+            self._enqueue(frame, None)
+            return
+        self._outbox.clear()
+        if self.transport is not None:
+            self.transport.write(frame)
+            self.transport.close()
+        self._teardown()
+
+    def _heart_beat_missed(self) -> None:
+        log.info(
+            "connection %s: no heart-beat from the client in time; closing", self.connection_id
+        )
+        if self.transport is not None:
+            self.transport.abort()
+        self._teardown()
+
+    def _send_keepalive(self) -> None:
+        if self.transport is not None and not self._outbox:
+            self.transport.write(b"\n")
+
+    def _connect_timeout(self) -> None:
+        self._connect_timer = None
+        if not self.connected and self.transport is not None:
+            log.info(
+                "connection %s: no CONNECT within %.0f s; closing",
+                self.connection_id,
+                CONNECT_TIMEOUT_S,
+            )
+            self.transport.abort()
+            self._teardown()
+
+    def _teardown(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._monitor is not None:
+            self._monitor.stop()
+        if self._connect_timer is not None:
+            self._connect_timer.cancel()
+        self._outbox.clear()
+        self._held_auto.clear()
+        self._stalled.clear()
+        self.service.unregister(self)
+        self.region.remove_connection(self.connection_id)
+        self.service.process()
+
+    def close(self, reason: str) -> None:
+        """The broker closes this connection (shutdown, a store failure)."""
+        log.info("connection %s: closing: %s", self.connection_id, reason)
+        if self.transport is not None:
+            self.transport.close()
+        self._teardown()
+
+
+def _int_option(headers: dict[str, str], name: str, default: int) -> int:
+    value = headers.get(name)
+    if value is None or value.strip() == "":
+        return default
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise BrokerError(f"header {name} must be an integer, got {value!r}") from None

@@ -1,0 +1,104 @@
+"""STOMP command and header names, written once.
+
+The names are those of the STOMP 1.2 specification plus ActiveMQ's dialect (its ``Stomp.java``
+constants and the ``activemq.*`` consumer options), so the broker, the client and the tests all
+spell them the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Protocol versions, oldest first. ActiveMQ lists them newest first in its ERROR text.
+V1_0: Final = "1.0"
+V1_1: Final = "1.1"
+V1_2: Final = "1.2"
+SUPPORTED_VERSIONS: Final = (V1_0, V1_1, V1_2)
+
+# Client commands (STOMP 1.2 "Client Frames").
+CONNECT: Final = "CONNECT"
+STOMP: Final = "STOMP"
+SEND: Final = "SEND"
+SUBSCRIBE: Final = "SUBSCRIBE"
+UNSUBSCRIBE: Final = "UNSUBSCRIBE"
+ACK: Final = "ACK"
+NACK: Final = "NACK"
+BEGIN: Final = "BEGIN"
+COMMIT: Final = "COMMIT"
+ABORT: Final = "ABORT"
+DISCONNECT: Final = "DISCONNECT"
+CLIENT_COMMANDS: Final = frozenset(
+    {CONNECT, STOMP, SEND, SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT, DISCONNECT}
+)
+
+# Server commands (STOMP 1.2 "Server Frames").
+CONNECTED: Final = "CONNECTED"
+MESSAGE: Final = "MESSAGE"
+RECEIPT: Final = "RECEIPT"
+ERROR: Final = "ERROR"
+SERVER_COMMANDS: Final = frozenset({CONNECTED, MESSAGE, RECEIPT, ERROR})
+
+ALL_COMMANDS: Final = CLIENT_COMMANDS | SERVER_COMMANDS
+
+# Frames whose headers are never escaped (STOMP 1.2 "Value Encoding"; ActiveMQ
+# Stomp11Test.testConnectedNeverEncoded). They also decide the version, so the parser pauses
+# after them.
+UNESCAPED_COMMANDS: Final = frozenset({CONNECT, STOMP, CONNECTED})
+
+# Standard headers (STOMP 1.2 "Standard Headers" and the per-frame sections).
+CONTENT_LENGTH: Final = "content-length"
+CONTENT_TYPE: Final = "content-type"
+RECEIPT_HEADER: Final = "receipt"
+RECEIPT_ID: Final = "receipt-id"
+ACCEPT_VERSION: Final = "accept-version"
+HOST: Final = "host"
+LOGIN: Final = "login"
+PASSCODE: Final = "passcode"
+HEART_BEAT: Final = "heart-beat"
+VERSION: Final = "version"
+SESSION: Final = "session"
+SERVER: Final = "server"
+DESTINATION: Final = "destination"
+TRANSACTION: Final = "transaction"
+ID: Final = "id"
+ACK_HEADER: Final = "ack"
+MESSAGE_ID: Final = "message-id"
+SUBSCRIPTION: Final = "subscription"
+MESSAGE_HEADER: Final = "message"
+REDELIVERED: Final = "redelivered"
+
+# ActiveMQ CONNECT/CONNECTED extras (ProtocolConverter.onStompConnect).
+CLIENT_ID: Final = "client-id"
+REQUEST_ID: Final = "request-id"
+RESPONSE_ID: Final = "response-id"
+
+# ACK modes (STOMP 1.2 "SUBSCRIBE ack Header").
+ACK_AUTO: Final = "auto"
+ACK_CLIENT: Final = "client"
+ACK_CLIENT_INDIVIDUAL: Final = "client-individual"
+ACK_MODES: Final = frozenset({ACK_AUTO, ACK_CLIENT, ACK_CLIENT_INDIVIDUAL})
+
+# ActiveMQ message headers (LegacyFrameTranslator, copyStandardHeadersFromFrameToMessage).
+PERSISTENT: Final = "persistent"
+PRIORITY: Final = "priority"
+EXPIRES: Final = "expires"
+TIMESTAMP: Final = "timestamp"
+TYPE: Final = "type"
+JMSX_GROUP_ID: Final = "JMSXGroupID"
+REPLY_TO: Final = "reply-to"
+CORRELATION_ID: Final = "correlation-id"
+TRANSFORMATION: Final = "transformation"
+ORIGINAL_DESTINATION: Final = "original-destination"
+
+# ActiveMQ SUBSCRIBE headers (ProtocolConverter.onStompSubscribe, ConsumerInfo introspection).
+SELECTOR: Final = "selector"
+BROWSER: Final = "browser"
+ACTIVEMQ_PREFETCH_SIZE: Final = "activemq.prefetchSize"
+ACTIVEMQ_SUBSCRIPTION_NAME: Final = "activemq.subscriptionName"
+ACTIVEMQ_EXCLUSIVE: Final = "activemq.exclusive"
+ACTIVEMQ_PRIORITY: Final = "activemq.priority"
+ACTIVEMQ_NO_LOCAL: Final = "activemq.noLocal"
+ACTIVEMQ_RETROACTIVE: Final = "activemq.retroactive"
+
+# FerryMQ's own headers carry the ``ferrymq.`` prefix (DESIGN.md "Decisions already made").
+FERRYMQ_PRODUCER_MESSAGE_ID: Final = "ferrymq.producer-message-id"

@@ -1,0 +1,209 @@
+"""The SQL side of ``SqliteStore``: schema, recovery, applying a ``WritePlan``, paging messages in.
+
+Everything here runs on the store's writer thread and blocks; ``sqlite.py`` owns the thread, the
+queue and the futures.  Transactions are explicit (``isolation_level=None``) so one group of batches
+is one ``BEGIN IMMEDIATE`` … ``COMMIT``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from ferrymq.store.base import ContainerState, DurableSubscriptionRecord, Recovery, StoredMessage
+from ferrymq.store.coalesce import TableOp, TableOpKind, WritePlan
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    container TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    blob BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    priority INTEGER NOT NULL,
+    expiration INTEGER NOT NULL,
+    persistent INTEGER NOT NULL,
+    delivered INTEGER NOT NULL,
+    PRIMARY KEY (container, seq)
+);
+-- Only spooled (non-persistent) rows enter this index, so start-up finds them without a scan.
+CREATE INDEX IF NOT EXISTS messages_spooled ON messages (seq) WHERE persistent = 0;
+CREATE TABLE IF NOT EXISTS durable_subscriptions (
+    client_id TEXT NOT NULL,
+    subscription_name TEXT NOT NULL,
+    destination TEXT NOT NULL,
+    selector TEXT,
+    no_local INTEGER NOT NULL,
+    container TEXT NOT NULL,
+    PRIMARY KEY (client_id, subscription_name)
+);
+CREATE TABLE IF NOT EXISTS destinations (qualified_name TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS producer_ids (id INTEGER PRIMARY KEY, producer_message_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+_TABLE_SQL = {
+    TableOpKind.ADD_SUBSCRIPTION: "INSERT OR REPLACE INTO durable_subscriptions "
+    "(client_id, subscription_name, destination, selector, no_local, container) "
+    "VALUES (?, ?, ?, ?, ?, ?)",
+    TableOpKind.REMOVE_SUBSCRIPTION: "DELETE FROM durable_subscriptions "
+    "WHERE client_id = ? AND subscription_name = ?",
+    TableOpKind.ADD_DESTINATION: "INSERT OR IGNORE INTO destinations (qualified_name) VALUES (?)",
+    TableOpKind.REMOVE_DESTINATION: "DELETE FROM destinations WHERE qualified_name = ?",
+}
+
+_INSERT_MESSAGE = (
+    "INSERT OR REPLACE INTO messages "
+    "(container, seq, blob, size, priority, expiration, persistent, delivered) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class SqliteDatabase:
+    """One connection to ``ferrymq.db``; use it from one thread only."""
+
+    def __init__(self, connection: sqlite3.Connection, producer_id_window: int) -> None:
+        self._db = connection
+        self._window = producer_id_window
+        # Prune the duplicate window in steps, not per message: a range delete every 1/16 window.
+        self._prune_slack = max(1, producer_id_window // 16)
+        self._next_producer_row = 1
+        self._producer_rows = 0
+        self.last_seq = 0
+
+    @classmethod
+    def open(cls, path: Path, synchronous: str, producer_id_window: int) -> SqliteDatabase:
+        """Open or create; raises ``sqlite3.Error`` (or ``ValueError`` for a newer schema)."""
+        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+        try:
+            (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"journal_mode is {mode}, WAL is required")
+            connection.execute(f"PRAGMA synchronous={synchronous}")
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise ValueError(f"schema version {version} is newer than {SCHEMA_VERSION}")
+            connection.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA} PRAGMA user_version={SCHEMA_VERSION}; COMMIT;"
+            )
+        except BaseException:
+            connection.close()
+            raise
+        return cls(connection, producer_id_window)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def begin(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self._db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def recover(self) -> Recovery:
+        """Drop spooled rows, trim the duplicate window, and report what is left."""
+        db = self._db
+        self.begin()
+        try:
+            db.execute("DELETE FROM messages WHERE persistent = 0")
+            (max_row,) = db.execute("SELECT COALESCE(MAX(id), 0) FROM producer_ids").fetchone()
+            db.execute("DELETE FROM producer_ids WHERE id <= ?", (max_row - self._window,))
+            self.commit()
+        except BaseException:
+            self.rollback()
+            raise
+        containers: dict[str, ContainerState] = {}
+        for name, count, size, first, last in db.execute(
+            "SELECT container, COUNT(*), SUM(size), MIN(seq), MAX(seq) "
+            "FROM messages GROUP BY container"
+        ):
+            containers[name] = ContainerState(name, count, size, first, last)
+        subscriptions = [
+            DurableSubscriptionRecord(client, name, dest, selector, bool(no_local), container)
+            for client, name, dest, selector, no_local, container in db.execute(
+                "SELECT client_id, subscription_name, destination, selector, no_local, container "
+                "FROM durable_subscriptions ORDER BY rowid"
+            )
+        ]
+        destinations = [n for (n,) in db.execute("SELECT qualified_name FROM destinations")]
+        producer_ids = [
+            p for (p,) in db.execute("SELECT producer_message_id FROM producer_ids ORDER BY id")
+        ]
+        (stored_last,) = db.execute(
+            "SELECT COALESCE(MAX(value), 0) FROM meta WHERE key = 'last_seq'"
+        ).fetchone()
+        self.last_seq = max([stored_last, *(c.last_seq for c in containers.values())])
+        self._next_producer_row = max_row + 1
+        self._producer_rows = len(producer_ids)
+        return Recovery(containers, subscriptions, destinations, producer_ids, self.last_seq)
+
+    def apply(self, plan: WritePlan) -> None:
+        """Write the plan inside the caller's transaction."""
+        db = self._db
+        if plan.marks:
+            db.executemany(
+                "UPDATE messages SET delivered = 1 WHERE container = ? AND seq = ?", plan.marks
+            )
+        if plan.removes:
+            db.executemany("DELETE FROM messages WHERE container = ? AND seq = ?", plan.removes)
+        if plan.purges:
+            db.executemany("DELETE FROM messages WHERE container = ?", [(c,) for c in plan.purges])
+        if plan.inserts:
+            db.executemany(
+                _INSERT_MESSAGE,
+                [
+                    (
+                        p.container,
+                        p.seq,
+                        p.blob,
+                        len(p.blob),
+                        p.priority,
+                        p.expiration,
+                        int(p.persistent),
+                        int(p.delivered),
+                    )
+                    for p in plan.inserts.values()
+                ],
+            )
+        self._apply_table_ops(plan.table_ops)
+        if plan.producer_message_ids:
+            self._remember_producer_ids(plan.producer_message_ids)
+        if plan.max_seq > self.last_seq:
+            self.last_seq = plan.max_seq
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_seq', ?)", (plan.max_seq,)
+            )
+
+    def _apply_table_ops(self, ops: Sequence[TableOp]) -> None:
+        for kind, run in groupby(ops, key=lambda op: op[0]):
+            self._db.executemany(_TABLE_SQL[kind], [params for _, params in run])
+
+    def _remember_producer_ids(self, ids: Sequence[str]) -> None:
+        first = self._next_producer_row
+        self._db.executemany(
+            "INSERT INTO producer_ids (id, producer_message_id) VALUES (?, ?)",
+            enumerate(ids, start=first),
+        )
+        self._next_producer_row += len(ids)
+        self._producer_rows += len(ids)
+        if self._producer_rows > self._window + self._prune_slack:
+            self._db.execute(
+                "DELETE FROM producer_ids WHERE id < ?", (self._next_producer_row - self._window,)
+            )
+            self._producer_rows = self._window
+
+    def load(self, container: str, from_seq: int, limit: int) -> list[StoredMessage]:
+        rows: list[tuple[Any, ...]] = self._db.execute(
+            "SELECT seq, blob, delivered FROM messages "
+            "WHERE container = ? AND seq >= ? ORDER BY seq LIMIT ?",
+            (container, from_seq, limit),
+        ).fetchall()
+        return [StoredMessage(container, seq, blob, bool(d)) for seq, blob, d in rows]

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.core.harness import Harness
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return Harness()

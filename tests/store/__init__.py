@@ -1,0 +1,1 @@
+"""Tests of ferrymq.store: the shared conformance suite and backend-specific behaviour."""
