@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--non-persistent",
         action="store_true",
-        help="keep messages in memory only (like <broker persistent=\"false\">)",
+        help='keep messages in memory only (like <broker persistent="false">)',
     )
     parser.add_argument(
         "-D",

@@ -199,6 +199,8 @@ def test_literal_equality_includes_the_type() -> None:
         ("a = 1e", 4, "invalid numeric literal 1e"),
         ("a = 1.5L", 4, "invalid numeric literal 1.5L"),
         ("a = 99999999999999999999", 4, "integer literal 99999999999999999999 is out of range"),
+        ("a = " + "9" * 5000, 4, f"integer literal {'9' * 5000} is out of range"),
+        ("a = 0x1" + "0" * 16, 4, f"integer literal 0x1{'0' * 16} is out of range"),
         ("a = NULL", 4, "NULL cannot be compared; use IS NULL"),
         (
             "a < 'x'",

@@ -179,6 +179,8 @@ def _number(text: str, start: int) -> Token:
             if not set(digits) <= _OCTAL_DIGITS:
                 raise SelectorError(f"invalid octal literal {literal}", start, text)
             token = Token(TokenKind.EXACT, literal, start, int(digits, 8))
+        elif len(digits) > len(str(MAX_EXACT_LITERAL)):  # before int() refuses thousands of digits
+            raise SelectorError(f"integer literal {literal} is out of range", start, text)
         else:
             token = Token(TokenKind.EXACT, literal, start, int(digits))
     else:

@@ -1,0 +1,249 @@
+"""Start brokers for tests: in this process, or as separate ``ferrymq broker`` processes.
+
+In-process brokers are fast and let a test look inside (``broker.service.region``).  Separate
+processes are for what a test must do to a real broker: SIGKILL it, SIGSTOP it, restart it on the
+same data directory.  Both listen on 127.0.0.1 with port 0 unless told a port; the process
+variant reads the port from the ``listening stomp://HOST:PORT`` line the command prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+from ferrymq.broker import Broker
+from ferrymq.config.activemq_xml import parse_config
+from ferrymq.config.cli import config_from_flags
+from ferrymq.config.model import BrokerConfig
+
+STARTUP_TIMEOUT_S = 30.0
+
+T = TypeVar("T")
+
+
+def broker_config(
+    data_dir: Path,
+    *,
+    name: str = "localhost",
+    persistent: bool = True,
+    xml: str | None = None,
+    port: int = 0,
+) -> BrokerConfig:
+    """A configuration for a test broker: a STOMP listener on 127.0.0.1, no admin listener.
+
+    ``xml`` is an activemq.xml document (``${activemq.data}`` resolves to ``data_dir``); its own
+    transport connectors are replaced by the test listener.
+    """
+    listen = [f"stomp://127.0.0.1:{port}"]
+    if xml is None:
+        return config_from_flags(name, data_dir, listen, "off", persistent)
+    base = parse_config(xml, "test-config.xml", {"activemq.data": str(data_dir)})
+    flags = config_from_flags(name, data_dir, listen, "off", persistent)
+    return replace(
+        base,
+        broker_name=name,
+        data_directory=data_dir,
+        transport_connectors=flags.transport_connectors,
+        admin=flags.admin,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_broker(config: BrokerConfig) -> AsyncIterator[Broker]:
+    broker = Broker(config)
+    await broker.start()
+    try:
+        yield broker
+    finally:
+        await broker.stop()
+
+
+class BrokerThread:
+    """An in-process broker on its own event loop thread, for blocking clients (stomp.py).
+
+    ``call(fn)`` runs ``fn`` on the broker's loop and returns its result, so a test can look at
+    the broker's state without racing it.
+    """
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def start(self) -> BrokerThread:
+        self._thread.start()
+        self.broker = Broker(self.config)
+        asyncio.run_coroutine_threadsafe(self.broker.start(), self._loop).result(STARTUP_TIMEOUT_S)
+        return self
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            future = asyncio.run_coroutine_threadsafe(self.broker.stop(), self._loop)
+            future.result(STARTUP_TIMEOUT_S)
+            self.broker = None
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+    def call(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(10)
+
+    @property
+    def port(self) -> int:
+        assert self.broker is not None
+        return self.broker.stomp_ports[0]
+
+    def __enter__(self) -> BrokerThread:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def free_port() -> int:
+    """A port free right now on 127.0.0.1 (for a broker that must come back on the same port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class BrokerProcess:
+    """A ``ferrymq broker`` child process that a test can kill, pause and restart."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        name: str = "localhost",
+        port: int | None = None,
+        extra_args: Sequence[str] = (),
+        config_xml: str | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.name = name
+        self.port = port if port is not None else free_port()
+        self.extra_args = list(extra_args)
+        self.config_xml = config_xml
+        self.process: subprocess.Popen[str] | None = None
+        self.output: list[str] = []
+        self._reader: threading.Thread | None = None
+        self._started = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def start(self) -> BrokerProcess:
+        args = [
+            sys.executable,
+            "-m",
+            "ferrymq.cli.main",
+            "broker",
+            "--name",
+            self.name,
+            "--data",
+            str(self.data_dir),
+            "--listen",
+            f"stomp://127.0.0.1:{self.port}",
+            "--admin",
+            "off",
+            *self.extra_args,
+        ]
+        if self.config_xml is not None:
+            fd, path = tempfile.mkstemp(suffix=".xml", prefix="ferrymq-test-")
+            with os.fdopen(fd, "w") as handle:
+                handle.write(self.config_xml)
+            args += ["--config", path]
+        self._started.clear()
+        self.output = []
+        self.process = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        if not self._started.wait(STARTUP_TIMEOUT_S) or self.process.poll() is not None:
+            self.kill()
+            raise RuntimeError(f"broker {self.name} did not start:\n" + "".join(self.output[-40:]))
+        return self
+
+    def _read(self) -> None:
+        process = self.process
+        assert process is not None
+        assert process.stdout is not None
+        for line in process.stdout:
+            self.output.append(line)
+            if line.startswith(f"broker {self.name} started"):
+                self._started.set()
+        self._started.set()
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, no flush."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def stop(self, timeout_s: float = 15.0) -> int | None:
+        """SIGTERM and wait for a clean stop; SIGKILL if it takes longer than ``timeout_s``."""
+        process = self.process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        return process.returncode
+
+    def pause(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+    def restart(self) -> BrokerProcess:
+        self.stop()
+        return self.start()
+
+    def wait_until_listening(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
+            ):
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"broker {self.name} is not listening on {self.port}")
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
