@@ -12,12 +12,23 @@ fix it applies, and checks that the typo is still there.
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["Example", "extract_examples", "normalise", "seed_path", "wrap"]
+__all__ = [
+    "Example",
+    "extract_examples",
+    "extract_from_seed",
+    "normalise",
+    "seed_path",
+    "wrap",
+    "write_snapshot",
+]
+
+SEEDS = ("000", "001", "002", "003")
 
 _HTML_TAGS = {"a", "b", "i", "code", "sup", "sub", "em", "strong"}
 _TAG_START = re.compile(r"<([A-Za-z][\w.:-]*)")
@@ -49,7 +60,32 @@ class Example:
     """False when prose interrupted it before its root element closed."""
 
 
+SNAPSHOT = Path(__file__).resolve().parent / "data" / "seed_examples.json"
+"""The XML examples extracted from the seeds, so the tests run where the seeds are not beside
+the repository (a CI clone).  Only the configuration examples are kept, never the prose; refresh
+with ``python -m tests.config.seed_xml`` after a seed changes."""
+
+
 def extract_examples(prefix: str) -> list[Example]:
+    """The examples of one seed, from the committed snapshot."""
+    data = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    return [Example(**item) for item in data["examples"] if item["seed"] == prefix]
+
+
+def write_snapshot() -> None:
+    examples = [e for prefix in SEEDS for e in extract_from_seed(prefix)]
+    document = {
+        "about": (
+            "activemq.xml examples extracted from FerryMQ's seed documents (Red Hat JBoss A-MQ "
+            "and Fuse documentation, CC-BY-SA 3.0, Copyright Red Hat, Inc.), kept as test data."
+        ),
+        "sources": {prefix: seed_path(prefix).name for prefix in SEEDS},
+        "examples": [asdict(e) for e in examples],
+    }
+    SNAPSHOT.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", "utf-8")
+
+
+def extract_from_seed(prefix: str) -> list[Example]:
     lines = seed_path(prefix).read_text(encoding="utf-8").split("\n")
     examples: list[Example] = []
     fenced = _fenced_blocks(lines)
@@ -213,3 +249,7 @@ def wrap(text: str) -> str:
     head = declaration.group() if declaration else ""
     opening, closing = _WRAPPERS[root]
     return f"{head}{opening}\n{text[len(head) :]}\n{closing}\n"
+
+
+if __name__ == "__main__":
+    write_snapshot()

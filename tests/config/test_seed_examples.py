@@ -173,3 +173,18 @@ def test_the_loaded_kinds_match_the_seeds() -> None:
 
 def _case(seed: str, line: int) -> Case:
     return next(c for c in CASES if (c.seed, c.line) == (seed, line))
+
+
+def test_snapshot_holds_what_the_seeds_hold() -> None:
+    """The committed snapshot is what the extractor finds in the seeds, where they are present
+    (beside the repository); elsewhere it at least names the seed files it came from."""
+    from tests.config.seed_xml import SEEDS, extract_from_seed, seed_path
+
+    for prefix in SEEDS:
+        snapshot = extract_examples(prefix)
+        assert snapshot
+        try:
+            path = seed_path(prefix)
+        except FileNotFoundError:
+            continue
+        assert snapshot == extract_from_seed(prefix), f"refresh the snapshot from {path}"
