@@ -176,11 +176,14 @@ class MessageContainer:
         region = self.region
         now = region.now
         use_groups = self.policy.use_message_groups
+        rotate = len(self.consumers) > 1
         taken: list[Entry] = []
-        expired: list[Entry] = []
+        expired: list[Entry] | None = None
         for entry in self.pending:
             message = entry.message
             if message.expires and message.expires <= now:
+                if expired is None:
+                    expired = []
                 expired.append(entry)
                 continue
             consumer = self._select(entry, candidates, use_groups)
@@ -192,18 +195,19 @@ class MessageContainer:
                 candidates.remove(consumer)
                 if not candidates:
                     break
-            elif len(candidates) > 1:
+            elif rotate:
                 _rotate(candidates, consumer)
-            if len(self.consumers) > 1:
+            if rotate:
                 _rotate(self.consumers, consumer)
         pending = self.pending
         for entry in taken:
             pending.remove(entry)
         self.in_flight += len(taken)
         self.stats.dispatched += len(taken)
-        for entry in expired:
-            pending.remove(entry)
-            region.expire(entry)
+        if expired is not None:
+            for entry in expired:
+                pending.remove(entry)
+                region.expire(entry)
 
     def _select(
         self, entry: Entry, candidates: list[Consumer], use_groups: bool

@@ -9,7 +9,7 @@ The STOMP spelling (``/queue/X``) is the service's business; the core only sees 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 WILDCARD_ONE = "*"
 WILDCARD_REST = ">"
@@ -39,10 +39,29 @@ class DestinationError(ValueError):
 class Destination:
     type: DestinationType
     name: str
+    # Derived once: these are read for every message routed.
+    is_topic: bool = field(init=False, repr=False, compare=False)
+    is_temporary: bool = field(init=False, repr=False, compare=False)
+    is_wildcard: bool = field(init=False, repr=False, compare=False)
+    is_advisory: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name:
             raise DestinationError("destination name is empty")
+        kind = self.type
+        topic = kind is DestinationType.TOPIC or kind is DestinationType.TEMP_TOPIC
+        _set(self, "is_topic", topic)
+        _set(
+            self,
+            "is_temporary",
+            kind is DestinationType.TEMP_QUEUE or kind is DestinationType.TEMP_TOPIC,
+        )
+        _set(self, "is_wildcard", _is_wildcard(self.name))
+        _set(
+            self,
+            "is_advisory",
+            kind is DestinationType.TOPIC and self.name.startswith("ActiveMQ.Advisory."),
+        )
 
     @classmethod
     def queue(cls, name: str) -> Destination:
@@ -53,24 +72,8 @@ class Destination:
         return cls(DestinationType.TOPIC, name)
 
     @property
-    def is_topic(self) -> bool:
-        return self.type.is_topic
-
-    @property
     def is_queue(self) -> bool:
-        return not self.type.is_topic
-
-    @property
-    def is_temporary(self) -> bool:
-        return self.type.is_temporary
-
-    @property
-    def is_wildcard(self) -> bool:
-        return _is_wildcard(self.name)
-
-    @property
-    def is_advisory(self) -> bool:
-        return self.type is DestinationType.TOPIC and self.name.startswith("ActiveMQ.Advisory.")
+        return not self.is_topic
 
     @property
     def qualified(self) -> str:
@@ -92,7 +95,12 @@ class Destination:
 
 
 def _is_wildcard(name: str) -> bool:
+    if WILDCARD_ONE not in name and WILDCARD_REST not in name:
+        return False
     return any(part in (WILDCARD_ONE, WILDCARD_REST) for part in name.split(SEPARATOR))
+
+
+_set = object.__setattr__
 
 
 class DestinationPattern:

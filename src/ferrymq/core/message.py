@@ -55,6 +55,9 @@ class Message:
     encoded: bytes | None = field(default=None, repr=False)
     """The store encoding, cached: a topic message stored for several durable subscriptions is
     encoded once.  Cleared by ``copy``."""
+    wire: tuple[str, bytes] | None = field(default=None, repr=False)
+    """The delivery-independent MESSAGE headers as rendered for one STOMP version, cached so a
+    topic message fanned out to many subscribers is rendered once.  Cleared by ``copy``."""
 
     @property
     def group_id(self) -> str | None:
@@ -73,5 +76,6 @@ class Message:
         values = {name: getattr(self, name) for name in self.__slots__}
         values["properties"] = dict(self.properties)
         values["encoded"] = None
+        values["wire"] = None
         values.update(changes)
         return Message(**values)

@@ -14,7 +14,7 @@ time in ms (0 never); every other header except the frame's own (``receipt``, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ferrymq.core.destination import Destination, DestinationError, DestinationType
 from ferrymq.core.errors import BrokerError
@@ -42,6 +42,7 @@ _FRAME_ONLY = frozenset(
         h.REDELIVERED,
         h.SUBSCRIPTION,
         h.ACK_HEADER,
+        h.ORIGINAL_DESTINATION,
         h.PERSISTENT,
         h.PRIORITY,
         h.EXPIRES,
@@ -77,11 +78,24 @@ class TemporaryNames:
         return self._local.get((destination.type, destination.name))
 
 
+_PARSED: dict[str, tuple[Destination, ...]] = {}
+"""Destination headers already resolved (those naming no temporary destination, whose meaning
+does not depend on the connection): a producer names the same few destinations again and
+again."""
+_PARSED_LIMIT = 4096
+_NO_TEMPORARIES: tuple[Destination, ...] = ()
+
+
 def parse_destinations(
     text: str | None, names: TemporaryNames | None = None
-) -> tuple[list[Destination], list[Destination]]:
+) -> tuple[tuple[Destination, ...], tuple[Destination, ...]]:
     """Resolve a STOMP destination header; returns (destinations, temporaries created now)."""
-    if text is None or not text.strip():
+    if text is None:
+        raise BrokerError("destination header is missing or empty")
+    cached = _PARSED.get(text)
+    if cached is not None:
+        return cached, _NO_TEMPORARIES
+    if not text.strip():
         raise BrokerError("destination header is missing or empty")
     destinations: list[Destination] = []
     created: list[Destination] = []
@@ -91,7 +105,12 @@ def parse_destinations(
         destinations.append(destination)
         if new:
             created.append(destination)
-    return destinations, created
+    result = tuple(destinations)
+    if "/temp-" not in text:
+        if len(_PARSED) >= _PARSED_LIMIT:
+            _PARSED.clear()
+        _PARSED[text] = result
+    return result, tuple(created)
 
 
 def _parse_one(text: str, names: TemporaryNames | None) -> tuple[Destination, bool]:
@@ -162,7 +181,7 @@ def message_from_send(
     message_id: MessageId,
     headers: Mapping[str, str],
     body: bytes,
-    destinations: list[Destination],
+    destinations: Sequence[Destination],
     now_ms: int,
     names: TemporaryNames | None = None,
 ) -> Message:
@@ -193,21 +212,29 @@ def message_from_send(
     )
 
 
-def message_headers(
-    message: Message, redelivery_count: int, names: TemporaryNames | None = None
-) -> dict[str, str]:
-    """Headers of a MESSAGE frame for one delivery, besides destination, message-id,
-    subscription and ack (ActiveMQ's copyStandardHeadersFromMessageToFrame)."""
+def renders_alike_for_all(message: Message) -> bool:
+    """Whether every connection sees the same headers (no temporary destination to translate)."""
+    if message.destination.is_temporary:
+        return False
+    reply_to = message.properties.get(h.REPLY_TO)
+    return reply_to is None or not reply_to.startswith(
+        (REMOTE_TEMP_QUEUE_PREFIX, REMOTE_TEMP_TOPIC_PREFIX)
+    )
+
+
+def message_headers(message: Message, names: TemporaryNames | None = None) -> dict[str, str]:
+    """The MESSAGE headers that do not depend on the delivery (ActiveMQ's
+    copyStandardHeadersFromMessageToFrame): everything but subscription, ack, redelivered and
+    the delivery count."""
     headers = {
+        h.DESTINATION: format_destination(message.destination, names),
+        h.MESSAGE_ID: message.message_id,
         h.EXPIRES: str(message.expires),
         h.PRIORITY: str(message.priority),
         h.TIMESTAMP: str(message.timestamp),
     }
     if message.persistent:
         headers[h.PERSISTENT] = "true"
-    if redelivery_count:
-        headers[h.REDELIVERED] = "true"
-    headers[DELIVERY_COUNT] = str(redelivery_count + 1)
     if message.original_destination is not None:
         headers[h.ORIGINAL_DESTINATION] = format_destination(message.original_destination)
     if message.broker_path:

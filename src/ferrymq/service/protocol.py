@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, cast
 
 from ferrymq.core.consumer import (
@@ -25,11 +26,12 @@ from ferrymq.core.consumer import (
 )
 from ferrymq.core.effects import Delivery
 from ferrymq.core.errors import BrokerError
-from ferrymq.core.message import Message, MessageId
+from ferrymq.core.message import Message
 from ferrymq.core.region import AckRef
 from ferrymq.core.selector import SelectorError, parse_selector
 from ferrymq.service import dialect
 from ferrymq.stomp import constants as h
+from ferrymq.stomp.encoder import assemble_message, header_block
 from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
 from ferrymq.stomp.events import (
     Abort,
@@ -57,6 +59,8 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 30.0
 """A socket that sends no CONNECT in this time is closed (ActiveMQ connectionAttemptTimeout)."""
 
+_DELIVERY_COUNT = b"\n" + dialect.DELIVERY_COUNT.encode() + b":%d"
+
 _OutboxItem = tuple["asyncio.Future[None] | None", bytes, "Delivery | None"]
 
 
@@ -83,6 +87,7 @@ class StompConnection:
         self._connect_timer: asyncio.TimerHandle | None = None
         self._close_when_flushed = False
         self._sub_has_id: dict[str, bool] = {}
+        self._sub_blocks: dict[str, bytes] = {}
 
     def is_closed(self) -> bool:
         return self.closed
@@ -322,6 +327,7 @@ class StompConnection:
         )
         consumer.extra = {k: v for k, v in headers.items() if k.startswith("activemq.")}
         self._sub_has_id[subscription_id] = event.id is not None
+        self._sub_blocks.pop(subscription_id, None)
         if browser:
             self._receipt(event.receipt)
             self.service.browse(self, consumer)
@@ -363,58 +369,72 @@ class StompConnection:
     def deliver(self, delivery: Delivery, wait: asyncio.Future[None] | None) -> None:
         consumer = delivery.consumer
         entry = delivery.entry
-        frame = self._message_frame(
-            consumer,
-            entry.message,
-            dialect.message_headers(entry.message, entry.redelivery_count, self.names),
-            ack=None if consumer.ack_mode is AckMode.AUTO else delivery.ack_id,
-        )
-        auto = delivery if consumer.ack_mode is AckMode.AUTO else None
-        self._enqueue(frame, wait, auto)
+        if consumer.ack_mode is AckMode.AUTO:
+            frame = self._render(consumer, entry.message, None, entry.redelivery_count)
+            self._enqueue(frame, wait, delivery)
+        else:
+            frame = self._render(consumer, entry.message, delivery.ack_id, entry.redelivery_count)
+            self._enqueue(frame, wait)
 
-    def _message_frame(
-        self,
-        consumer: Consumer,
-        message: Message,
-        headers: dict[str, str],
-        *,
-        ack: str | None = None,
-        message_id: str | None = None,
-        body: bytes | None = None,
+    def _render(
+        self, consumer: Consumer, message: Message, ack: str | None, redelivery_count: int
     ) -> bytes:
-        sub_id = consumer.subscription_id
-        destination = dialect.format_destination(message.destination, self.names)
-        subscription = sub_id if self._sub_has_id.get(sub_id, True) else None
+        """A MESSAGE frame: the message's own headers, rendered once per message and STOMP
+        version and shared by every delivery of it, plus this delivery's headers."""
+        version = self.version
+        wire = message.wire
+        if wire is not None and wire[0] == version:
+            static = wire[1]
+        else:
+            static = self._block(dialect.message_headers(message, self.names).items())
+            if dialect.renders_alike_for_all(message):
+                message.wire = (version, static)
+        sub_block = self._sub_blocks.get(consumer.subscription_id)
+        if sub_block is None:
+            sub_block = self._subscription_block(consumer.subscription_id)
+        # Ack ids and counts are digits: no escaping needed, so no header_block here.
+        if ack is not None and version == h.V1_2:
+            sub_block += b"\nack:" + ack.encode()
+        if redelivery_count:
+            sub_block += b"\nredelivered:true"
+        return assemble_message(
+            (static, sub_block, _DELIVERY_COUNT % (redelivery_count + 1)), message.body
+        )
+
+    def _subscription_block(self, sub_id: str) -> bytes:
+        if not self._sub_has_id.get(sub_id, True):
+            block = b""
+        else:
+            block = self._block([(h.SUBSCRIPTION, sub_id)])
+        self._sub_blocks[sub_id] = block
+        return block
+
+    def _block(self, items: Iterable[tuple[str, str]]) -> bytes:
+        pairs = list(items)
         try:
-            return self.session.message(
-                destination,
-                message_id or message.message_id,
-                subscription=subscription,
-                ack=ack,
-                headers=headers,
-                body=message.body if body is None else body,
-            )
+            return header_block(pairs, self.version)
         except LocalProtocolError:
             # A header this connection's STOMP version cannot carry (a 1.0 subscriber).
-            return self.session.message(
-                destination,
-                message_id or message.message_id,
-                subscription=subscription,
-                ack=ack,
-                headers=dialect.sanitize_for_version(headers),
-                body=message.body if body is None else body,
+            return header_block(
+                list(dialect.sanitize_for_version(dict(pairs)).items()), self.version
             )
 
     def send_browsed(self, consumer: Consumer, message: Message) -> None:
         """One message of a queue browser's snapshot (never acknowledged)."""
-        headers = dialect.message_headers(message, message.redelivery_count, self.names)
-        self._enqueue(self._message_frame(consumer, message, headers), None)
+        frame = self._render(consumer, message, None, message.redelivery_count)
+        self._enqueue(frame, None)
 
     def send_browse_end(self, consumer: Consumer) -> None:
         """ActiveMQ ends a browse with an empty MESSAGE carrying ``browser:end``."""
-        end = Message(MessageId("0"), consumer.destination, b"")
-        frame = self._message_frame(consumer, end, {h.BROWSER: "end"}, message_id="0", body=b"")
-        self._enqueue(frame, None)
+        sub_id = consumer.subscription_id
+        headers = [
+            (h.DESTINATION, dialect.format_destination(consumer.destination, self.names)),
+            (h.MESSAGE_ID, "0"),
+            (h.BROWSER, "end"),
+        ]
+        if self._sub_has_id.get(sub_id, True):
+            headers.append((h.SUBSCRIPTION, sub_id))
+        self._enqueue(assemble_message((self._block(headers),), b""), None)
 
     def _enqueue(
         self, data: bytes, wait: asyncio.Future[None] | None, auto: Delivery | None = None

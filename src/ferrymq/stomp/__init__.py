@@ -2,7 +2,14 @@
 
 from ferrymq.stomp.client import ClientSession, ClientState
 from ferrymq.stomp.constants import SUPPORTED_VERSIONS, V1_0, V1_1, V1_2
-from ferrymq.stomp.encoder import HEARTBEAT_BYTES, encode, encode_frame, encode_message
+from ferrymq.stomp.encoder import (
+    HEARTBEAT_BYTES,
+    assemble_message,
+    encode,
+    encode_frame,
+    encode_message,
+    header_block,
+)
 from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
 from ferrymq.stomp.events import (
     Abort,
@@ -70,10 +77,12 @@ __all__ = [
     "State",
     "Subscribe",
     "Unsubscribe",
+    "assemble_message",
     "encode",
     "encode_frame",
     "encode_message",
     "format_heart_beat",
+    "header_block",
     "mirror_heart_beat",
     "negotiate_heart_beat",
     "negotiate_version",

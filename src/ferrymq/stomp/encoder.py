@@ -59,6 +59,26 @@ def encode_message(headers: Headers, body: bytes, version: str) -> bytes:
     return b"MESSAGE\n%b\ncontent-length:%d\n\n%b\0" % (head.encode(), len(body), body)
 
 
+def header_block(items: Iterable[tuple[str, str]], version: str) -> bytes:
+    """Header lines for a MESSAGE assembled from parts: ``b"\\nname:value"`` per header, escaped
+    for ``version``.  Raises ``LocalProtocolError`` for a header the version cannot carry.
+
+    A broker renders the part of a MESSAGE that does not depend on the delivery once per
+    message (and per version), then adds the per-delivery headers with ``assemble_message``.
+    """
+    if version not in SUPPORTED_VERSIONS:
+        raise LocalProtocolError(f"unsupported STOMP version {version!r}")
+    pairs = items if isinstance(items, list) else list(items)
+    if not pairs:
+        return b""
+    return ("\n" + _head(pairs, len(pairs), version, version != V1_0)).encode()
+
+
+def assemble_message(blocks: Iterable[bytes], body: bytes) -> bytes:
+    """A MESSAGE frame from header blocks made by ``header_block``; content-length comes last."""
+    return b"MESSAGE%b\ncontent-length:%d\n\n%b\0" % (b"".join(blocks), len(body), body)
+
+
 def encode_frame(
     command: str,
     headers: Headers,
