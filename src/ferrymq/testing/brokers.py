@@ -202,6 +202,13 @@ class BrokerProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
+        self._close_output()
+
+    def _close_output(self) -> None:
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
 
     def stop(self, timeout_s: float = 15.0) -> int | None:
         """SIGTERM and wait for a clean stop; SIGKILL if it takes longer than ``timeout_s``."""
@@ -215,8 +222,7 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
-        if self._reader is not None:
-            self._reader.join(timeout=5)
+        self._close_output()
         return process.returncode
 
     def pause(self) -> None:

@@ -1,0 +1,123 @@
+"""``ferrymq broker`` and ``ferrymq stat`` as a user runs them: separate processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ferrymq.cli.main import main
+from ferrymq.testing import BrokerProcess, free_port
+
+
+def _ferrymq(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ferrymq.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_wrong_value_names_file_line_and_attribute(tmp_path: Path) -> None:
+    config = tmp_path / "activemq.xml"
+    config.write_text(
+        '<broker xmlns="http://activemq.apache.org/schema/core" brokerName="b">\n'
+        "  <transportConnectors>\n"
+        '    <transportConnector name="stomp" uri="stomp://127.0.0.1:61613"\n'
+        '                        maximumConnections="lots"/>\n'
+        "  </transportConnectors>\n"
+        "</broker>\n"
+    )
+    result = _ferrymq("broker", "--config", str(config), "--data", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert f"{config}:3" in result.stderr
+    assert "maximumConnections" in result.stderr
+
+
+def test_an_unknown_element_is_reported_with_its_line(tmp_path: Path) -> None:
+    config = tmp_path / "activemq.xml"
+    config.write_text(
+        '<broker xmlns="http://activemq.apache.org/schema/core">\n  <noSuchThing/>\n</broker>\n'
+    )
+    result = _ferrymq("broker", "--config", str(config), "--data", str(tmp_path / "d"))
+    assert result.returncode == 2
+    assert f"{config}:2" in result.stderr
+    assert "noSuchThing" in result.stderr
+
+
+def test_a_locked_store_is_a_clear_error(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "data"):
+        second = _ferrymq(
+            "broker",
+            "--data",
+            str(tmp_path / "data"),
+            "--listen",
+            f"stomp://127.0.0.1:{free_port()}",
+            "--admin",
+            "off",
+        )
+    assert second.returncode == 1
+    assert "locked" in second.stderr
+
+
+def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with BrokerProcess(tmp_path / "one") as first:
+        result = _ferrymq(
+            "broker",
+            "--data",
+            str(tmp_path / "two"),
+            "--listen",
+            f"stomp://127.0.0.1:{first.port}",
+            "--admin",
+            "off",
+        )
+    assert result.returncode == 1
+    assert f"127.0.0.1:{first.port}" in result.stderr
+
+
+def test_broker_prints_where_it_listens_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    admin_port = free_port()
+    process = BrokerProcess(tmp_path / "data", extra_args=["--admin", f"127.0.0.1:{admin_port}"])
+    # extra_args come last, so this --admin wins over the fixture's "off".
+    with process:
+        assert any(
+            line.startswith(f"listening stomp://127.0.0.1:{process.port}")
+            for line in process.output
+        )
+        assert any(
+            line.startswith(f"admin http://127.0.0.1:{admin_port}") for line in process.output
+        )
+        code = main(["stat", "--admin", f"http://127.0.0.1:{admin_port}", "--format", "json"])
+        assert code == 0
+    assert process.process is not None
+    assert process.process.returncode == 0
+    assert any("stopped" in line for line in process.output)
+
+
+def test_stat_reports_an_unreachable_admin_api(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["stat", "--admin", f"http://127.0.0.1:{free_port()}"])
+    assert code == 1
+    assert "cannot reach the admin API" in capsys.readouterr().err
+
+
+def test_stat_lists_destinations(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import stomp
+
+    admin_port = free_port()
+    with BrokerProcess(
+        tmp_path / "data", extra_args=["--admin", f"127.0.0.1:{admin_port}"]
+    ) as process:
+        conn = stomp.Connection12([("127.0.0.1", process.port)])
+        conn.connect(wait=True)
+        for _ in range(3):
+            conn.send("/queue/stat.me", "x", headers={"persistent": "true"})
+        conn.disconnect(receipt="bye")
+        assert main(["stat", "--admin", f"http://127.0.0.1:{admin_port}", "--format", "json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+    row = next(r for r in rows if r["name"] == "stat.me")
+    assert (row["type"], row["depth"], row["enqueued"]) == ("queue", 3, 3)
