@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import stomp
 from stomp.exception import StompException
+
+import stomp
 
 CONNECT_TIMEOUT_S = 2.0
 """How long one attempt waits for CONNECTED (a paused broker accepts TCP but never answers)."""
@@ -49,7 +50,11 @@ class Link:
         self.peer.message(self.generation, dict(frame.headers), frame.body)
 
     def on_receipt(self, frame: Any) -> None:
-        self.peer.receipt(frame.headers["receipt-id"])
+        receipt_id = frame.headers["receipt-id"]
+        if receipt_id.startswith("bye-"):
+            self.peer.bye(receipt_id)
+        else:
+            self.peer.receipt(receipt_id)
 
     def on_error(self, frame: Any) -> None:
         self.peer.error(dict(frame.headers), frame.body)
@@ -78,7 +83,7 @@ class Peer:
         """CONNECTED frames received over the peer's life (1 + reconnections)."""
         self.heartbeat_timeouts = 0
         self.errors: list[tuple[dict[str, str], str]] = []
-        self.closing = False
+        self.byes: set[str] = set()
 
     # -- stomp.py callbacks (receiver and heart-beat threads) --------------------------------
 
@@ -103,10 +108,16 @@ class Peer:
             self.cond.notify_all()
 
     def message(self, generation: int, headers: dict[str, str], body: str) -> None:
-        raise AssertionError(f"{self.name} did not subscribe but got MESSAGE {headers}")
+        """A peer that never subscribed got a MESSAGE: recorded as a fault (see ``errors``)."""
+        self.error({"unexpected": "MESSAGE", **headers}, body)
 
     def receipt(self, receipt_id: str) -> None:
         with self.cond:
+            self.cond.notify_all()
+
+    def bye(self, receipt_id: str) -> None:
+        with self.cond:
+            self.byes.add(receipt_id)
             self.cond.notify_all()
 
     def error(self, headers: dict[str, str], body: str) -> None:
@@ -144,7 +155,7 @@ class Peer:
             headers = {} if self.client_id is None else {"client-id": self.client_id}
             try:
                 conn.connect(wait=False, headers=headers, with_connect_command=True)
-            except StompException:
+            except (StompException, OSError):
                 self._discard(conn)
                 self._pause(deadline)
                 continue
@@ -160,7 +171,8 @@ class Peer:
             try:
                 self.opened(conn, deadline)
             except (StompException, OSError):
-                continue  # died again while restoring: next attempt
+                self._discard(conn)  # died again while restoring: next attempt
+                continue
             return
 
     def opened(self, conn: Any, deadline: float) -> None:
@@ -173,21 +185,27 @@ class Peer:
     def wait_disconnected(self, deadline: float) -> None:
         self.wait_for(lambda: not self.connected, deadline, "the connection to drop")
 
-    def close(self) -> None:
-        """DISCONNECT with a receipt (stomp.py waits for it), or drop a connection already dead."""
+    def close(self, timeout_s: float = 5.0) -> None:
+        """DISCONNECT and wait for its receipt; frames still in flight are no longer ours."""
         with self.cond:
-            self.closing = True
-            connected = self.connected
-        conn = self.conn
+            conn, connected = self.conn, self.connected
+            self.generation += 1
+            self.connected = False
         if conn is None:
             return
         if connected:
-            with contextlib.suppress(StompException, OSError):
-                conn.disconnect(receipt=f"bye-{self.name}-{uuid.uuid4().hex[:8]}")
+            receipt = f"bye-{uuid.uuid4().hex[:8]}"
+            try:
+                conn.send_frame("DISCONNECT", {"receipt": receipt})
+            except (StompException, OSError):
+                pass  # died first: nothing to wait for
+            else:
+                self.wait_for(
+                    lambda: receipt in self.byes,
+                    time.monotonic() + timeout_s,
+                    "the RECEIPT for DISCONNECT",
+                )
         self._discard(conn)
-        with self.cond:
-            self.generation += 1
-            self.connected = False
 
     def _discard(self, conn: Any) -> None:
         with contextlib.suppress(Exception):

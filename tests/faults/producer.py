@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from typing import Any
@@ -41,6 +42,7 @@ class Producer(Peer):
         self.sentinels: set[str] = set()
         self.send_frames = 0
         self.resends = 0
+        self.next_seq = 0
 
     def receipt(self, receipt_id: str) -> None:
         with self.cond:
@@ -81,31 +83,29 @@ class Producer(Peer):
         )
 
     def run(self, total: int, deadline: float) -> None:
-        """Send until every seq below ``total`` is receipted, reconnecting as often as needed."""
-        next_seq = 0
+        """Send on until every seq below ``total`` is receipted, reconnecting when needed."""
 
         def may_send() -> bool:
             if not self.connected:
                 return True
-            if next_seq < total:
+            if self.next_seq < total:
                 return len(self.unconfirmed) < WINDOW
             return not self.unconfirmed
 
         while True:
             with self.cond:
-                if next_seq >= total and not self.unconfirmed:
+                if self.next_seq >= total and not self.unconfirmed:
                     return
             if not self.is_connected():
                 self.open(deadline)
                 continue
             self.wait_for(may_send, deadline, f"receipts ({len(self.receipted)} so far)")
-            if not self.is_connected() or next_seq >= total:
+            if not self.is_connected() or self.next_seq >= total:
                 continue
-            try:
-                self._send(self.conn, next_seq)
-            except (StompException, OSError):
-                pass  # stays unconfirmed; re-sent after the reconnect
-            next_seq += 1
+            # On failure it stays unconfirmed and is re-sent after the reconnect.
+            with contextlib.suppress(StompException, OSError):
+                self._send(self.conn, self.next_seq)
+            self.next_seq += 1
 
     def send_sentinel(self, name: str, deadline: float) -> None:
         """A persistent marker after everything else: when it arrives, the backlog is drained."""
@@ -140,7 +140,6 @@ class Producer(Peer):
                 f"sent={len(self.sent)} send_frames={self.send_frames} resends={self.resends} "
                 f"receipted={len(self.receipted)} connections={self.connections}"
             )
-
 
     def wait_receipted(self, count: int, deadline: float) -> None:
         self.wait_for(lambda: len(self.receipted) >= count, deadline, f"{count} receipts")

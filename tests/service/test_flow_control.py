@@ -1,4 +1,4 @@
-"""Memory, store and temp limits (ActiveMQ's systemUsage): paging, spooling, producer flow control."""
+"""ActiveMQ's systemUsage limits: paging, spooling and producer flow control."""
 
 from __future__ import annotations
 
