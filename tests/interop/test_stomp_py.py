@@ -388,3 +388,19 @@ def test_unknown_destination_prefix_is_an_error(clients: Clients) -> None:
     conn.send("/nowhere/x", "lost?")
     assert listener.wait_for(lambda: bool(listener.errors))
     assert "/nowhere/x" in listener.errors[0].headers["message"]
+
+
+def test_browser_applies_its_selector(clients: Clients) -> None:
+    conn, listener = clients.connect()
+    for colour in ("red", "blue", "red"):
+        conn.send("/queue/browse-sel", colour, headers={"colour": colour, "receipt": colour})
+    listener.wait_receipt("blue")
+    conn.subscribe(
+        "/queue/browse-sel",
+        id="b",
+        ack="auto",
+        headers={"browser": "true", "selector": "colour = 'red'"},
+    )
+    messages = listener.wait_messages(3)
+    assert [m.body for m in messages[:2]] == ["red", "red"]
+    assert messages[2].headers["browser"] == "end"

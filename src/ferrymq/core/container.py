@@ -224,7 +224,7 @@ class MessageContainer:
         for consumer in candidates:
             if consumer.selector is not None or consumer.no_local:
                 if lookup is None:
-                    lookup = self.region.lookup_for(entry)
+                    lookup = self.region.lookup_for(message, entry.redelivery_count)
                 if not consumer.matches(message, lookup):
                     continue
             if group is not None:

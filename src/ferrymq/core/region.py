@@ -105,9 +105,10 @@ class RegionBroker:
         self.seq += 1
         return MessageId(f"ID:{self.broker_id}-{self.incarnation}:{self.seq}")
 
-    def lookup_for(self, entry: Entry) -> Callable[[str], object | None]:
-        """Resolve selector identifiers: JMS header names first, then message properties."""
-        message = entry.message
+    def lookup_for(
+        self, message: Message, redelivery_count: int = 0
+    ) -> Callable[[str], object | None]:
+        """Resolve selector identifiers: message properties, then JMS header names."""
         props = message.properties
 
         def lookup(name: str) -> object | None:
@@ -115,9 +116,13 @@ class RegionBroker:
             if value is not None:
                 return value
             special = _JMS_FIELDS.get(name)
-            return special(message, entry) if special is not None else None
+            return special(message, redelivery_count) if special is not None else None
 
         return lookup
+
+    def selects(self, consumer: Consumer, message: Message) -> bool:
+        """Whether a consumer's selector (and noLocal) admits a message (browsers use it)."""
+        return consumer.matches(message, self.lookup_for(message, message.redelivery_count))
 
     def _connection(self, connection_id: str) -> ConnectionState:
         try:
@@ -646,8 +651,10 @@ class RegionBroker:
 
     # -- browsing -----------------------------------------------------------------------------
 
-    def browse(self, destination: Destination) -> tuple[list[Message], str, int, int]:
-        """Messages held in memory, in order, plus where paged-out ones start in the store."""
+    def browse(self, consumer: Consumer) -> tuple[list[Message], str, int, int]:
+        """What a queue browser sees: the messages held in memory that it selects, in order,
+        plus where the paged-out ones start in the store (the service reads those)."""
+        destination = consumer.destination
         container = self.queues.get(destination)
         if container is None:
             return [], destination.qualified, 0, 0
@@ -656,7 +663,11 @@ class RegionBroker:
             entries.extend(e for e in consumer.in_flight_entries() if e.container is container)
         entries.sort(key=lambda e: e.seq)
         return (
-            [e.message for e in entries if not e.message.is_expired(self.now)],
+            [
+                e.message
+                for e in entries
+                if not e.message.is_expired(self.now) and self.selects(consumer, e.message)
+            ],
             container.key,
             container.cursor,
             container.paged_out,
@@ -790,11 +801,11 @@ class RegionBroker:
         return result
 
 
-def _delivery_mode(message: Message, entry: Entry) -> object:
+def _delivery_mode(message: Message, redelivery_count: int) -> object:
     return "PERSISTENT" if message.persistent else "NON_PERSISTENT"
 
 
-_JMS_FIELDS: dict[str, Callable[[Message, Entry], object | None]] = {
+_JMS_FIELDS: dict[str, Callable[[Message, int], object | None]] = {
     "JMSMessageID": lambda m, e: m.message_id,
     "JMSPriority": lambda m, e: m.priority,
     "JMSTimestamp": lambda m, e: m.timestamp,
@@ -804,8 +815,8 @@ _JMS_FIELDS: dict[str, Callable[[Message, Entry], object | None]] = {
     "JMSType": lambda m, e: m.properties.get("type"),
     "JMSReplyTo": lambda m, e: m.properties.get("reply-to"),
     "JMSDestination": lambda m, e: m.destination.qualified,
-    "JMSRedelivered": lambda m, e: e.redelivery_count > 0,
-    "JMSXDeliveryCount": lambda m, e: e.redelivery_count + 1,
+    "JMSRedelivered": lambda m, count: count > 0,
+    "JMSXDeliveryCount": lambda m, count: count + 1,
     "JMSActiveMQBrokerPath": lambda m, e: ",".join(m.broker_path) if m.broker_path else None,
 }
 

@@ -21,6 +21,8 @@ from ferrymq.core.policy import DestinationPolicy
 from ferrymq.core.selector import Selector
 from ferrymq.store.base import DurableSubscriptionRecord
 
+LookupFactory = Callable[[Message], Callable[[str], object | None]]
+
 if TYPE_CHECKING:
     from ferrymq.core.region import RegionBroker
 
@@ -97,7 +99,10 @@ class Topic:
         return sum(s.depth for s in self.subscriptions)
 
     def publish(
-        self, message: Message, seq: int, lookup: Callable[[Entry], Callable[[str], object | None]]
+        self,
+        message: Message,
+        seq: int,
+        lookup: Callable[[Message], Callable[[str], object | None]],
     ) -> int:
         """Copy the message into each matching subscription; returns how many took it."""
         self.stats.enqueued += 1
@@ -105,7 +110,7 @@ class Topic:
         resolver: Callable[[str], object | None] | None = None
         for subscription in self.subscriptions:
             if subscription.selector is not None and resolver is None:
-                resolver = lookup(Entry(seq, message, subscription))
+                resolver = lookup(message)
             if not subscription.accepts(message, resolver):
                 continue
             subscription.enqueue(message, seq)

@@ -289,7 +289,7 @@ class BrokerService:
 
     def browse(self, connection: StompConnection, consumer: Consumer) -> None:
         """Send a snapshot of a queue to a browser subscription, then ``browser:end``."""
-        messages, key, cursor, paged_out = self.region.browse(consumer.destination)
+        messages, key, cursor, paged_out = self.region.browse(consumer)
         for message in messages:
             connection.send_browsed(consumer, message)
         if paged_out:
@@ -303,7 +303,10 @@ class BrokerService:
         while not connection.closed:
             records = await self.store.load(key, cursor, BROWSE_PAGE)
             for message in decode_all(records):
-                connection.send_browsed(consumer, message)
+                if not message.is_expired(self.region.now) and self.region.selects(
+                    consumer, message
+                ):
+                    connection.send_browsed(consumer, message)
             if len(records) < BROWSE_PAGE:
                 break
             cursor = records[-1].seq + 1
