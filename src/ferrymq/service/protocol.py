@@ -61,7 +61,8 @@ CONNECT_TIMEOUT_S = 30.0
 
 _DELIVERY_COUNT = b"\n" + dialect.DELIVERY_COUNT.encode() + b":%d"
 
-_OutboxItem = tuple["asyncio.Future[None] | None", bytes, "Delivery | None"]
+_OutboxItem = tuple["asyncio.Future[None] | None", bytes, "Delivery | None", bool]
+"""(commit to wait for, frame, auto-ack delivery, is a MESSAGE)"""
 
 
 class StompConnection:
@@ -79,6 +80,9 @@ class StompConnection:
         self.connected = False
         self.version = h.V1_0
         self.closed = False
+        """The socket is gone (or going) and nothing more is written."""
+        self._ended = False
+        """No more frames are handled; the broker has forgotten this connection."""
         self._outbox: deque[_OutboxItem] = deque()
         self._armed: asyncio.Future[None] | None = None
         self._held_auto: list[Delivery] = []
@@ -102,7 +106,7 @@ class StompConnection:
         )
 
     def data_received(self, data: bytes) -> None:
-        if self.closed:
+        if self._ended:
             return
         while True:
             try:
@@ -147,7 +151,7 @@ class StompConnection:
         service = self.service
         service.tick_clock()
         for index, event in enumerate(events):
-            if self.closed or self._close_when_flushed:
+            if self._ended:
                 break
             try:
                 if self._handle(event):
@@ -168,7 +172,7 @@ class StompConnection:
         events, self._stalled = self._stalled, []
         if self.transport is not None:
             self.transport.resume_reading()
-        if events and not self.closed:
+        if events and not self._ended:
             self._handle_events(events)
 
     def _handle(self, event: ServerEvent) -> bool:
@@ -225,7 +229,7 @@ class StompConnection:
         client_sends, client_wants = event.heart_beat
         # ActiveMQ adopts the client's values: it sends every cy and expects data every cx.
         read_timeout = int(client_sends * self._grace) if client_sends else 0
-        write_interval = client_wants // 2 if client_wants else 0
+        write_interval = max(1, client_wants // 2) if client_wants else 0
         if transport is not None and (read_timeout or write_interval):
             self._monitor = InactivityMonitor(
                 transport,
@@ -356,9 +360,7 @@ class StompConnection:
         self._receipt(event.receipt)
 
     def _on_disconnect(self, event: Disconnect) -> None:
-        self.region.remove_connection(self.connection_id)
-        self._drop_queued_messages()
-        self.service.process()
+        self._end_session()
         if event.receipt is not None:
             self._enqueue(self.session.receipt(event.receipt), self.service.last_commit)
         self._close_when_flushed = True
@@ -371,10 +373,10 @@ class StompConnection:
         entry = delivery.entry
         if consumer.ack_mode is AckMode.AUTO:
             frame = self._render(consumer, entry.message, None, entry.redelivery_count)
-            self._enqueue(frame, wait, delivery)
+            self._enqueue(frame, wait, delivery, message=True)
         else:
             frame = self._render(consumer, entry.message, delivery.ack_id, entry.redelivery_count)
-            self._enqueue(frame, wait)
+            self._enqueue(frame, wait, message=True)
 
     def _render(
         self, consumer: Consumer, message: Message, ack: str | None, redelivery_count: int
@@ -422,7 +424,7 @@ class StompConnection:
     def send_browsed(self, consumer: Consumer, message: Message) -> None:
         """One message of a queue browser's snapshot (never acknowledged)."""
         frame = self._render(consumer, message, None, message.redelivery_count)
-        self._enqueue(frame, None)
+        self._enqueue(frame, None, message=True)
 
     def send_browse_end(self, consumer: Consumer) -> None:
         """ActiveMQ ends a browse with an empty MESSAGE carrying ``browser:end``."""
@@ -434,19 +436,24 @@ class StompConnection:
         ]
         if self._sub_has_id.get(sub_id, True):
             headers.append((h.SUBSCRIPTION, sub_id))
-        self._enqueue(assemble_message((self._block(headers),), b""), None)
+        self._enqueue(assemble_message((self._block(headers),), b""), None, message=True)
 
     def _enqueue(
-        self, data: bytes, wait: asyncio.Future[None] | None, auto: Delivery | None = None
+        self,
+        data: bytes,
+        wait: asyncio.Future[None] | None,
+        auto: Delivery | None = None,
+        *,
+        message: bool = False,
     ) -> None:
-        if self.closed:
+        if self.closed or (message and self._ended):
             return
         if wait is not None and wait.done():
             wait = None if wait.exception() is None else wait
         if not self._outbox and wait is None:
             self._write(data, auto)
             return
-        self._outbox.append((wait, data, auto))
+        self._outbox.append((wait, data, auto, message))
         self._arm()
 
     def _arm(self) -> None:
@@ -467,7 +474,7 @@ class StompConnection:
     def _drain_outbox(self) -> None:
         outbox = self._outbox
         while outbox:
-            wait, data, auto = outbox[0]
+            wait, data, auto, _ = outbox[0]
             if wait is not None:
                 if not wait.done():
                     self._arm()
@@ -492,7 +499,8 @@ class StompConnection:
                 self.service.auto_written([auto])
 
     def _drop_queued_messages(self) -> None:
-        self._outbox = deque(item for item in self._outbox if item[2] is None)
+        """MESSAGE frames not yet written will not be: their deliveries were released."""
+        self._outbox = deque(item for item in self._outbox if not item[3])
 
     def _maybe_close(self) -> None:
         if self._close_when_flushed and not self._outbox and self.transport is not None:
@@ -511,11 +519,12 @@ class StompConnection:
         if not fatal:
             self._enqueue(frame, None)
             return
-        self._outbox.clear()
-        if self.transport is not None:
-            self.transport.write(frame)
-            self.transport.close()
-        self._teardown()
+        # Frames handled before the fatal one keep their answers: their receipts still go out
+        # (after their commit), then the ERROR, then the socket closes.
+        self._end_session()
+        self._enqueue(frame, None)
+        self._close_when_flushed = True
+        self._maybe_close()
 
     def _heart_beat_missed(self) -> None:
         log.info(
@@ -540,20 +549,30 @@ class StompConnection:
             self.transport.abort()
             self._teardown()
 
-    def _teardown(self) -> None:
-        if self.closed:
+    def _end_session(self) -> None:
+        """Handle no more frames and make the broker forget this connection: its consumers,
+        transactions and temporary destinations go, its unacknowledged messages go back."""
+        if self._ended:
             return
-        self.closed = True
+        self._ended = True
         if self._monitor is not None:
             self._monitor.stop()
         if self._connect_timer is not None:
             self._connect_timer.cancel()
-        self._outbox.clear()
         self._held_auto.clear()
         self._stalled.clear()
         self.service.unregister(self)
         self.region.remove_connection(self.connection_id)
+        self._drop_queued_messages()
         self.service.process()
+
+    def _teardown(self) -> None:
+        """The socket is gone: forget everything, write nothing more."""
+        self._end_session()
+        if self.closed:
+            return
+        self.closed = True
+        self._outbox.clear()
 
     def close(self, reason: str) -> None:
         """The broker closes this connection (shutdown, a store failure)."""

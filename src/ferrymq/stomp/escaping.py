@@ -64,5 +64,5 @@ def unescape(text: str, version: str) -> str:
     if "\\" in decoded:
         # Replacements add no backslash, so what follows the first one left is original.
         at = decoded.index("\\")
-        raise ValueError(f"undefined escape sequence {decoded[at : at + 2]!r}")
+        raise ValueError(f"undefined escape sequence '{decoded[at : at + 2]}'")
     return decoded

@@ -390,7 +390,7 @@ def _known_command(command: str) -> str:
     trimmed = command.strip(JAVA_WHITESPACE)
     if trimmed in ALL_COMMANDS:
         return trimmed
-    raise RemoteProtocolError(f"Unknown STOMP action: {command[:40]!r}")
+    raise RemoteProtocolError(f"Unknown STOMP action: {command[:40]}")
 
 
 def _body_too_large(max_body: int) -> RemoteProtocolError:

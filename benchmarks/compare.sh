@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# FerryMQ side by side with ActiveMQ 5.17 (Debian), coilmq (PyPI) and RabbitMQ's STOMP plugin
+# (Debian), on this machine, in one run, one broker at a time; then writes docs/benchmarks.md.
+#
+#   benchmarks/compare.sh                       # everything, default counts
+#   BROKERS="ferrymq activemq" benchmarks/compare.sh
+#   BENCH_ARGS="--count 20000 --warmup 2000" benchmarks/compare.sh
+#
+# It installs what is missing (apt-get, pip into benchmarks/work/coilmq-venv), runs each broker in
+# the foreground under its control on free 127.0.0.1 ports with its data under benchmarks/work,
+# stops it, and never leaves one running. Every wait is bounded. Re-running starts from clean
+# data directories; installed packages are kept.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+WORK=$HERE/work
+RESULTS=$WORK/results
+LOGS=$WORK/logs
+PY=${PYTHON:-$ROOT/.venv/bin/python}
+BROKERS=${BROKERS:-"ferrymq activemq coilmq rabbitmq"}
+BENCH_ARGS=${BENCH_ARGS:-"--count 100000 --warmup 10000 --max-seconds 60"}
+OUTPUT=${OUTPUT:-$ROOT/docs/benchmarks.md}
+START_TIMEOUT_S=${START_TIMEOUT_S:-120}
+BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-1200}
+STOP_TIMEOUT_S=30
+
+BROKER_PID=""
+EPMD_PORT=""
+
+log() { printf '%s compare: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+free_port() {
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_port PORT PID NAME: until something listens on PORT, PID dies, or START_TIMEOUT_S passes.
+wait_port() {
+    local port=$1 pid=$2 name=$3 tries=$((START_TIMEOUT_S * 5))
+    for ((i = 0; i < tries; i++)); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            log "$name exited before listening (see $LOGS/$name.log)"
+            return 1
+        fi
+        sleep 0.2
+    done
+    log "$name not listening on $port after ${START_TIMEOUT_S}s"
+    return 1
+}
+
+# stop_pid PID: SIGTERM, wait up to STOP_TIMEOUT_S, then SIGKILL.
+stop_pid() {
+    local pid=$1
+    [[ -n "$pid" ]] || return 0
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for ((i = 0; i < STOP_TIMEOUT_S * 5; i++)); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+        sleep 0.2
+    done
+    log "pid $pid ignored SIGTERM for ${STOP_TIMEOUT_S}s; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+stop_epmd() {
+    if [[ -n "$EPMD_PORT" ]] && command -v epmd >/dev/null; then
+        ERL_EPMD_PORT=$EPMD_PORT timeout 10 epmd -kill >/dev/null 2>&1 || true
+    fi
+    EPMD_PORT=""
+}
+
+cleanup() {
+    if [[ -n "$BROKER_PID" ]]; then
+        log "stopping broker pid $BROKER_PID"
+        stop_pid "$BROKER_PID"
+        BROKER_PID=""
+    fi
+    stop_epmd
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+failed() { # failed NAME REASON: the page shows the reason instead of numbers
+    log "$1: $2"
+    printf '%s\n' "$2" >"$RESULTS/$1.failed"
+}
+
+apt_install() { # apt_install PACKAGE: install it from Debian unless present
+    if dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; then
+        return 0
+    fi
+    log "installing $1 from Debian"
+    if [[ ! -f "$WORK/.apt-updated" ]]; then
+        timeout 600 apt-get update -q && touch "$WORK/.apt-updated"
+    fi
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q "$1"
+}
+
+# run_bench NAME PORT PID [bench options...]: the same scenarios for every broker.
+run_bench() {
+    local name=$1 port=$2 pid=$3
+    shift 3
+    # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
+    local cmd=("$PY" -m ferrymq.cli.main bench "tcp://127.0.0.1:$port" --label "$name"
+        --broker-pid "$pid" --output "$RESULTS/$name.json" $BENCH_ARGS "$@")
+    printf 'ferrymq bench tcp://127.0.0.1:%s --label %s %s %s\n' "$port" "$name" "$BENCH_ARGS" "$*" \
+        >>"$RESULTS/$name.commands"
+    log "$name: benchmarking on port $port"
+    if ! timeout "$BENCH_TIMEOUT_S" "${cmd[@]}" >"$LOGS/$name-bench.txt" 2>&1; then
+        log "$name: ferrymq bench reported problems (see $LOGS/$name-bench.txt)"
+    fi
+    cat "$LOGS/$name-bench.txt" >&2
+    [[ -f "$RESULTS/$name.json" ]] || failed "$name" "ferrymq bench wrote no report (see the log)"
+}
+
+bench_ferrymq() {
+    local port data=$WORK/ferrymq-data
+    port=$(free_port)
+    rm -rf "$data"
+    local cmd=("$PY" -m ferrymq.cli.main broker --listen "stomp://127.0.0.1:$port" --data "$data"
+        --admin off)
+    echo "ferrymq broker --listen stomp://127.0.0.1:$port --data benchmarks/work/ferrymq-data --admin off" \
+        >"$RESULTS/ferrymq.commands"
+    "${cmd[@]}" >"$LOGS/ferrymq.log" 2>&1 &
+    BROKER_PID=$!
+    wait_port "$port" "$BROKER_PID" ferrymq || { failed ferrymq "did not start"; return 0; }
+    run_bench ferrymq "$port" "$BROKER_PID"
+    stop_pid "$BROKER_PID"
+    BROKER_PID=""
+}
+
+bench_activemq() {
+    apt_install activemq || { failed activemq "apt-get install activemq failed"; return 0; }
+    command -v java >/dev/null || { failed activemq "no java on PATH"; return 0; }
+    local home=/usr/share/activemq base=$WORK/activemq port
+    port=$(free_port)
+    rm -rf "$base"
+    mkdir -p "$base/conf" "$base/data" "$base/tmp"
+    cp "$HERE/activemq/activemq.xml" "$HERE/activemq/log4j.properties" "$base/conf/"
+    # What /usr/bin/activemq runs for "start", in the foreground: the console "start" task
+    # keeps the JVM in the foreground until SIGTERM. Heap as in ActiveMQ's own bin/env.
+    local cmd=(java -Xms1G -Xmx1G
+        --add-reads=java.xml=java.logging
+        --add-opens java.base/java.security=ALL-UNNAMED
+        --add-opens java.base/java.net=ALL-UNNAMED
+        --add-opens java.base/java.lang=ALL-UNNAMED
+        --add-opens java.base/java.util=ALL-UNNAMED
+        --add-opens java.naming/javax.naming.spi=ALL-UNNAMED
+        --add-opens java.rmi/sun.rmi.transport.tcp=ALL-UNNAMED
+        --add-opens java.base/java.util.concurrent=ALL-UNNAMED
+        --add-opens java.base/java.util.concurrent.atomic=ALL-UNNAMED
+        "-Dlog4j.configuration=file:$base/conf/log4j.properties"
+        "-Dbench.stomp.port=$port"
+        "-Dactivemq.classpath=$base/conf"
+        "-Dactivemq.home=$home" "-Dactivemq.base=$base" "-Dactivemq.conf=$base/conf"
+        "-Dactivemq.data=$base/data" "-Djava.io.tmpdir=$base/tmp"
+        -jar "$home/bin/activemq.jar" start "xbean:file:$base/conf/activemq.xml")
+    printf '%q ' "${cmd[@]}" | sed "s|$ROOT/||g" >"$RESULTS/activemq.commands"
+    echo >>"$RESULTS/activemq.commands"
+    "${cmd[@]}" >"$LOGS/activemq.log" 2>&1 &
+    BROKER_PID=$!
+    wait_port "$port" "$BROKER_PID" activemq || { failed activemq "did not start (see $LOGS/activemq.log)"; return 0; }
+    run_bench activemq "$port" "$BROKER_PID"
+    stop_pid "$BROKER_PID"
+    BROKER_PID=""
+}
+
+bench_coilmq() {
+    local venv=$WORK/coilmq-venv port
+    if [[ ! -x "$venv/bin/coilmq" ]]; then
+        log "installing coilmq from PyPI into $venv"
+        rm -rf "$venv"
+        python3 -m venv "$venv" && timeout 600 "$venv/bin/pip" install -q coilmq \
+            || { failed coilmq "pip install coilmq failed"; return 0; }
+    fi
+    port=$(free_port)
+    echo "coilmq -b 127.0.0.1 -p $port" >"$RESULTS/coilmq.commands"
+    "$venv/bin/coilmq" -b 127.0.0.1 -p "$port" >"$LOGS/coilmq.log" 2>&1 &
+    BROKER_PID=$!
+    wait_port "$port" "$BROKER_PID" coilmq || { failed coilmq "did not start"; return 0; }
+    "$venv/bin/pip" show coilmq 2>/dev/null | sed -n 's/^Version: /coilmq version /p' >>"$RESULTS/coilmq.commands"
+    run_bench coilmq "$port" "$BROKER_PID"
+    stop_pid "$BROKER_PID"
+    BROKER_PID=""
+}
+
+bench_rabbitmq() {
+    apt_install rabbitmq-server || { failed rabbitmq "apt-get install rabbitmq-server failed"; return 0; }
+    local base=$WORK/rabbitmq node_port dist_port stomp_port server=/usr/lib/rabbitmq/bin/rabbitmq-server
+    [[ -x "$server" ]] || { failed rabbitmq "$server not found"; return 0; }
+    node_port=$(free_port)
+    dist_port=$(free_port)
+    stomp_port=$(free_port)
+    EPMD_PORT=$(free_port)
+    rm -rf "$base"
+    mkdir -p "$base/home" "$base/mnesia" "$base/log"
+    sed -e "s/@NODE_PORT@/$node_port/" -e "s/@STOMP_PORT@/$stomp_port/" \
+        "$HERE/rabbitmq/rabbitmq.conf.in" >"$base/rabbitmq.conf"
+    cp "$HERE/rabbitmq/enabled_plugins" "$base/enabled_plugins"
+    # The packaged wrapper (/usr/sbin/rabbitmq-server) switches to the rabbitmq user and logs to
+    # /var/log; the real script runs in the foreground with everything under $base. Its own
+    # epmd port keeps it apart from any other Erlang node on the machine.
+    local env=(HOME="$base/home" ERL_EPMD_PORT="$EPMD_PORT" RABBITMQ_NODENAME="bench@localhost"
+        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT="$node_port"
+        RABBITMQ_DIST_PORT="$dist_port" RABBITMQ_CONFIG_FILE="$base/rabbitmq.conf"
+        RABBITMQ_ENABLED_PLUGINS_FILE="$base/enabled_plugins" RABBITMQ_MNESIA_BASE="$base/mnesia"
+        RABBITMQ_LOG_BASE="$base/log" RABBITMQ_PID_FILE="$base/pid" RABBITMQ_LOGS=-)
+    printf '%s ' env "${env[@]}" "$server" | sed "s|$ROOT/||g" >"$RESULTS/rabbitmq.commands"
+    echo >>"$RESULTS/rabbitmq.commands"
+    env "${env[@]}" "$server" >"$LOGS/rabbitmq.log" 2>&1 &
+    BROKER_PID=$!
+    wait_port "$stomp_port" "$BROKER_PID" rabbitmq || { failed rabbitmq "did not start (see $LOGS/rabbitmq.log)"; return 0; }
+    # The Erlang VM (beam.smp) is the process that does the work; its pid is in the pid file.
+    local beam=$BROKER_PID
+    for ((i = 0; i < 50; i++)); do
+        [[ -s "$base/pid" ]] && { beam=$(cat "$base/pid"); break; }
+        sleep 0.2
+    done
+    run_bench rabbitmq "$stomp_port" "$beam" --login guest --passcode guest
+    stop_pid "$BROKER_PID"
+    BROKER_PID=""
+    stop_epmd
+}
+
+main() {
+    mkdir -p "$WORK" "$LOGS"
+    rm -rf "$RESULTS"
+    mkdir -p "$RESULTS"
+    [[ -x "$PY" ]] || { log "no Python at $PY (set PYTHON=...)"; exit 1; }
+    for broker in $BROKERS; do
+        case $broker in
+        ferrymq | activemq | coilmq | rabbitmq) "bench_$broker" ;;
+        *) log "unknown broker $broker (known: ferrymq activemq coilmq rabbitmq)"; exit 2 ;;
+        esac
+    done
+    "$PY" -m ferrymq.bench.comparison --results "$RESULTS" --bench-args "$BENCH_ARGS" \
+        --analysis "$HERE/analysis.md" --output "$OUTPUT"
+    log "wrote $OUTPUT"
+}
+
+main "$@"

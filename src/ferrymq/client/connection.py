@@ -1,0 +1,402 @@
+"""A client connection: what the application calls, over whichever transport the URL chose.
+
+The connection owns the state the application sees (receipts waited for, subscriptions,
+transactions, the producer id); the transport below owns sockets and tasks. Events come up
+through ``on_event``/``on_closed`` and are dispatched synchronously: a receipt resolves its
+waiter, a message goes to its subscription's queue, an ERROR goes to the call it answers or,
+answering none, closes the connection and is raised in every pending call and consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import TracebackType
+from typing import Final, Self
+
+from ferrymq.client.commands import (
+    Abort,
+    Acknowledge,
+    Begin,
+    Command,
+    Commit,
+    ConnectionInfo,
+    Disconnect,
+    Send,
+    Subscribe,
+    Unsubscribe,
+)
+from ferrymq.client.errors import BrokerErrorFrame, ConnectionClosed, UsageError
+from ferrymq.client.message import Message
+from ferrymq.client.subscription import Subscription
+from ferrymq.client.transaction import Transaction
+from ferrymq.client.transport import BrokerEvent, Transport, TransportStatistics
+from ferrymq.stomp import constants as h
+from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
+
+DISCONNECT_TIMEOUT_S: Final = 10.0
+"""How long ``disconnect`` waits for the broker's receipt before closing anyway."""
+
+
+class ConnectionState(Enum):
+    CONNECTING = "connecting"
+    OPEN = "open"
+    DISCONNECTING = "disconnecting"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatistics:
+    messages_sent: int
+    messages_received: int
+    subscriptions: int
+    transport: TransportStatistics
+
+
+class Connection:
+    def __init__(self, url: str, transport: Transport, info: ConnectionInfo) -> None:
+        self.url = url
+        self.info = info
+        self._transport = transport
+        self.state = ConnectionState.CONNECTING
+        self._connected: Connected | None = None
+        self.producer_id = secrets.token_hex(8)
+        """Prefix of every ``ferrymq.producer-message-id`` this connection sends; the broker
+        drops a message whose producer message id it has already stored (issue 3's re-sends)."""
+        self._send_seq = itertools.count(1)
+        self._receipt_seq = itertools.count(1)
+        self._subscription_seq = itertools.count(1)
+        self._transaction_seq = itertools.count(1)
+        self._receipts: dict[str, asyncio.Future[None]] = {}
+        self._subscriptions: dict[str, Subscription] = {}
+        self._close_reason: ConnectionClosed | None = None
+        self._last_error: BrokerErrorFrame | None = None
+        self._closed_event = asyncio.Event()
+        self._sent = self._received = 0
+
+    async def _open(self) -> Self:
+        self._connected = await self._transport.open(self)
+        self.state = ConnectionState.OPEN
+        return self
+
+    # ---- what the broker said at CONNECTED ----
+
+    @property
+    def version(self) -> str:
+        """The STOMP version the broker chose."""
+        return self._connected.version if self._connected is not None else h.V1_0
+
+    @property
+    def session(self) -> str | None:
+        """The broker's ``session`` header (FerryMQ and ActiveMQ: the connection id)."""
+        return self._connected.session if self._connected is not None else None
+
+    @property
+    def server(self) -> str | None:
+        return self._connected.server if self._connected is not None else None
+
+    @property
+    def remote_url(self) -> str:
+        """The broker the connection is on now (with failover, it changes)."""
+        return self._transport.remote_url
+
+    @property
+    def closed(self) -> bool:
+        return self.state is ConnectionState.CLOSED
+
+    @property
+    def close_reason(self) -> ConnectionClosed | None:
+        return self._close_reason
+
+    def statistics(self) -> ConnectionStatistics:
+        return ConnectionStatistics(
+            self._sent, self._received, len(self._subscriptions), self._transport.statistics()
+        )
+
+    # ---- producing ----
+
+    async def send(
+        self,
+        destination: str,
+        body: bytes | str = b"",
+        *,
+        headers: Mapping[str, str] | None = None,
+        persistent: bool = False,
+        receipt: bool | str | None = None,
+        priority: int | None = None,
+        expires: int | None = None,
+        transaction: Transaction | str | None = None,
+    ) -> str:
+        """Send one message; returns its producer message id.
+
+        ``receipt``: True (or an explicit receipt id) waits until the broker has the message;
+        None waits only for a persistent send outside a transaction (ActiveMQ's sync send: the
+        broker receipts once the message is on disk). ``expires`` is absolute, in ms since the
+        epoch (0: never), as STOMP in ActiveMQ has it; ``priority`` is 0-9.
+        """
+        data = body.encode() if isinstance(body, str) else body
+        out = dict(headers) if headers else {}
+        if persistent:
+            out[h.PERSISTENT] = "true"
+        if priority is not None:
+            if not 0 <= priority <= 9:
+                raise UsageError(f"priority must be 0-9, got {priority}")
+            out[h.PRIORITY] = str(priority)
+        if expires is not None:
+            out[h.EXPIRES] = str(expires)
+        producer_message_id = out.setdefault(
+            h.FERRYMQ_PRODUCER_MESSAGE_ID, f"{self.producer_id}:{next(self._send_seq)}"
+        )
+        tx = _transaction_id(transaction)
+        if isinstance(receipt, str):
+            receipt_id: str | None = receipt
+        elif receipt or (receipt is None and persistent and tx is None):
+            receipt_id = self._next_receipt()
+        else:
+            receipt_id = None
+        await self._call(Send(destination, data, out, tx, receipt_id), receipt_id)
+        self._sent += 1
+        return producer_message_id
+
+    # ---- consuming ----
+
+    async def subscribe(
+        self,
+        destination: str,
+        *,
+        selector: str | None = None,
+        ack: str = h.ACK_AUTO,
+        prefetch: int | None = None,
+        id: str | None = None,
+        durable_name: str | None = None,
+        no_local: bool = False,
+        exclusive: bool = False,
+        priority: int | None = None,
+        browser: bool = False,
+        headers: Mapping[str, str] | None = None,
+        receipt: bool = True,
+    ) -> Subscription:
+        """Subscribe; with ``receipt`` (the default) return once the broker has the
+        subscription in place, so nothing sent after it is missed.
+
+        ``prefetch`` is ``activemq.prefetchSize`` (broker default: 1000 for a queue, 32767 for
+        a topic, 100 for a durable one); ``durable_name`` is ``activemq.subscriptionName`` and
+        needs the connection's ``client_id``; ``browser`` snapshots a queue without consuming,
+        and the subscription ends after the last message.
+        """
+        if ack not in h.ACK_MODES:
+            raise UsageError(f"unknown ack mode {ack!r} (auto, client, client-individual)")
+        sub_id = id if id is not None else f"sub-{next(self._subscription_seq)}"
+        if sub_id in self._subscriptions:
+            raise UsageError(f"subscription id {sub_id!r} is already in use")
+        out = dict(headers) if headers else {}
+        for name, value in (
+            (h.ACTIVEMQ_PREFETCH_SIZE, prefetch),
+            (h.ACTIVEMQ_SUBSCRIPTION_NAME, durable_name),
+            (h.ACTIVEMQ_PRIORITY, priority),
+            (h.ACTIVEMQ_NO_LOCAL, "true" if no_local else None),
+            (h.ACTIVEMQ_EXCLUSIVE, "true" if exclusive else None),
+            (h.BROWSER, "true" if browser else None),
+        ):
+            if value is not None:
+                out[name] = str(value)
+        subscription = Subscription(
+            self,
+            sub_id,
+            destination,
+            ack=ack,
+            selector=selector,
+            durable_name=durable_name,
+            browser=browser,
+        )
+        self._check_open()
+        self._subscriptions[sub_id] = subscription  # messages may follow the receipt at once
+        receipt_id = self._next_receipt() if receipt else None
+        try:
+            await self._call(
+                Subscribe(sub_id, destination, ack, selector, out, receipt_id), receipt_id
+            )
+        except BaseException:
+            self._forget(subscription)
+            subscription._finish(None)
+            raise
+        return subscription
+
+    async def _unsubscribe(
+        self, subscription: Subscription, *, durable: bool, receipt: bool
+    ) -> None:
+        """Called by ``Subscription.unsubscribe``."""
+        self._forget(subscription)
+        if self.state is not ConnectionState.OPEN and not durable:
+            return
+        receipt_id = self._next_receipt() if receipt else None
+        name = subscription.durable_name if durable else None
+        await self._call(Unsubscribe(subscription.id, name, receipt_id), receipt_id)
+
+    def _forget(self, subscription: Subscription) -> None:
+        if self._subscriptions.get(subscription.id) is subscription:
+            del self._subscriptions[subscription.id]
+
+    async def _settle(
+        self,
+        message: Message,
+        *,
+        nack: bool,
+        transaction: Transaction | str | None,
+        receipt: bool,
+    ) -> None:
+        """Called by ``Message.ack``/``nack``."""
+        receipt_id = self._next_receipt() if receipt else None
+        command = Acknowledge(message.event, nack, _transaction_id(transaction), receipt_id)
+        await self._call(command, receipt_id)
+
+    # ---- transactions ----
+
+    def transaction(self) -> Transaction:
+        """A new transaction, begun by ``async with`` (or ``await tx.begin()``)."""
+        return Transaction(self, f"tx-{next(self._transaction_seq)}")
+
+    async def begin(self) -> Transaction:
+        return await self.transaction().begin()
+
+    async def _begin_transaction(self, transaction: Transaction) -> None:
+        # No receipt: the id is ours and fresh, and the COMMIT's receipt covers it.
+        await self._call(Begin(transaction.id), None)
+
+    async def _end_transaction(self, transaction: Transaction, *, commit: bool) -> None:
+        receipt_id = self._next_receipt()
+        end = Commit if commit else Abort
+        await self._call(end(transaction.id, receipt_id), receipt_id)
+
+    # ---- closing ----
+
+    async def disconnect(self, timeout: float = DISCONNECT_TIMEOUT_S) -> None:  # noqa: ASYNC109
+        """DISCONNECT, wait (up to ``timeout`` s) for the broker's receipt, which comes after
+        everything sent before it was handled, then close. Idempotent."""
+        try:
+            if self.state is ConnectionState.OPEN:
+                self.state = ConnectionState.DISCONNECTING
+                receipt_id = self._next_receipt()
+                try:
+                    async with asyncio.timeout(timeout):
+                        await self._request(Disconnect(receipt_id), receipt_id)
+                except (ConnectionClosed, BrokerErrorFrame, TimeoutError):
+                    pass  # closing anyway; the broker drops what it had for us
+        finally:
+            self._shutdown(ConnectionClosed("disconnected by the application"), None)
+            await self._transport.close()
+
+    async def close(self) -> None:
+        """Close at once, without DISCONNECT (what is unsent is dropped). Idempotent."""
+        self._shutdown(ConnectionClosed("closed by the application"), None)
+        await self._transport.close()
+
+    async def wait_closed(self) -> ConnectionClosed:
+        """Wait until the connection is closed, for whatever reason, and return why."""
+        await self._closed_event.wait()
+        assert self._close_reason is not None
+        return self._close_reason
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            await self.close()
+        else:
+            await self.disconnect()
+
+    # ---- the transport's listener ----
+
+    def on_event(self, event: BrokerEvent) -> None:
+        match event:
+            case MessageEvent():
+                subscription = self._subscriptions.get(event.subscription or "")
+                if subscription is not None:
+                    self._received += 1
+                    subscription._deliver(event)
+            case ReceiptEvent():
+                waiter = self._receipts.pop(event.receipt_id, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+            case ErrorEvent():
+                self._on_error(event)
+
+    def _on_error(self, event: ErrorEvent) -> None:
+        error = BrokerErrorFrame.from_event(event)
+        self._last_error = error
+        waiter = self._receipts.pop(event.receipt_id, None) if event.receipt_id else None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+            return
+        reason = ConnectionClosed(f"the broker sent ERROR: {error.message}", error=error)
+        self._shutdown(reason, error)
+        self._transport.abort()
+
+    def on_closed(self, error: ConnectionClosed) -> None:
+        if self.state is ConnectionState.DISCONNECTING:
+            self._shutdown(ConnectionClosed("disconnected by the application"), None)
+            return
+        if error.error is None and self._last_error is not None:
+            error = ConnectionClosed(error.message, error=self._last_error)
+        self._shutdown(error, error)
+
+    # ---- internals ----
+
+    def _shutdown(self, reason: ConnectionClosed, raised: BaseException | None) -> None:
+        """Closed: pending calls fail, subscriptions end (raising ``raised``, or stopping)."""
+        if self.state is ConnectionState.CLOSED:
+            return
+        self.state = ConnectionState.CLOSED
+        self._close_reason = reason
+        receipts, self._receipts = self._receipts, {}
+        for waiter in receipts.values():
+            if not waiter.done():
+                waiter.set_exception(raised or reason)
+        subscriptions, self._subscriptions = self._subscriptions, {}
+        for subscription in subscriptions.values():
+            subscription._finish(raised)
+        self._closed_event.set()
+
+    def _check_open(self) -> None:
+        if self.state is not ConnectionState.OPEN:
+            raise self._close_reason or ConnectionClosed(f"the connection is {self.state.value}")
+
+    def _next_receipt(self) -> str:
+        return f"r-{next(self._receipt_seq)}"
+
+    async def _call(self, command: Command, receipt_id: str | None) -> None:
+        self._check_open()
+        await self._request(command, receipt_id)
+
+    async def _request(self, command: Command, receipt_id: str | None) -> None:
+        if receipt_id is None:
+            await self._transport.write(command)
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._receipts[receipt_id] = waiter
+        try:
+            await self._transport.write(command)
+            await waiter
+        finally:
+            if self._receipts.get(receipt_id) is waiter:
+                del self._receipts[receipt_id]
+            if waiter.done() and not waiter.cancelled():
+                waiter.exception()  # retrieved here even when write() raised first
+            else:
+                waiter.cancel()
+
+
+def _transaction_id(transaction: Transaction | str | None) -> str | None:
+    if transaction is None or isinstance(transaction, str):
+        return transaction
+    return transaction.id

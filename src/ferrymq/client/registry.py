@@ -1,0 +1,56 @@
+"""URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
+
+Issue 3 adds ``failover``, ``discovery``, ``masterslave`` and ``fanout`` here; until then they
+are refused by name rather than as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ferrymq.client.commands import ConnectionInfo
+from ferrymq.client.errors import BrokerURLError
+from ferrymq.client.tcp import TcpTransport, tcp_options
+from ferrymq.client.transport import Transport
+from ferrymq.util.uri import URI, AnyURI, URIError, parse_uri
+
+TransportFactory = Callable[[AnyURI, ConnectionInfo], Transport]
+
+
+def _tcp(uri: AnyURI, info: ConnectionInfo) -> Transport:
+    if not isinstance(uri, URI):
+        raise BrokerURLError(
+            f"{uri.scheme}: names one broker (tcp://HOST:PORT), not a list",
+            url=uri.raw or str(uri),
+            part=uri.scheme,
+        )
+    return TcpTransport(uri, info, tcp_options(uri))
+
+
+TRANSPORTS: dict[str, TransportFactory] = {"tcp": _tcp, "stomp": _tcp}
+"""Schemes the client can open, lower case."""
+
+PLANNED: frozenset[str] = frozenset(
+    {"failover", "discovery", "masterslave", "fanout", "static", "ssl", "stomp+ssl", "vm"}
+)
+"""ActiveMQ schemes FerryMQ will support, refused for now with a message saying so."""
+
+
+def transport_for(url: str, info: ConnectionInfo) -> Transport:
+    """Parse ``url`` and build (not open) the transport its scheme names."""
+    try:
+        uri = parse_uri(url)
+    except URIError as exc:
+        raise BrokerURLError(str(exc), url=url, part=exc.part) from None
+    scheme = uri.scheme.lower()
+    factory = TRANSPORTS.get(scheme)
+    if factory is not None:
+        return factory(uri, info)
+    if scheme in PLANNED:
+        raise BrokerURLError(f"the {scheme}: transport is not supported yet", url=url, part=scheme)
+    supported = ", ".join(f"{name}:" for name in sorted(TRANSPORTS))
+    raise BrokerURLError(
+        f"unknown transport scheme {uri.scheme!r} (supported: {supported})",
+        url=url,
+        part=uri.scheme,
+    )

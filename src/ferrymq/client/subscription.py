@@ -1,0 +1,166 @@
+"""A subscription: the broker pushes up to its prefetch, the application pulls from a queue.
+
+Flow control is the broker's (``activemq.prefetchSize``): in the ``client`` modes it stops
+sending once that many messages are unacknowledged, so the local queue stays bounded. In
+``auto`` mode the broker counts a message as consumed once written, so nothing bounds the queue
+but the application's pace, and what is still queued when the connection ends is lost (the
+at-most-once of STOMP's auto mode in ActiveMQ).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Final, Self
+
+from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, UsageError
+from ferrymq.client.message import Message
+from ferrymq.stomp.constants import ACK_AUTO, BROWSER
+from ferrymq.stomp.events import MessageEvent
+
+if TYPE_CHECKING:
+    from ferrymq.client.connection import Connection
+    from ferrymq.client.transaction import Transaction
+
+BROWSE_END: Final = "end"
+"""ActiveMQ ends a browse with an empty MESSAGE carrying ``browser:end``."""
+
+
+class _End:
+    """Queued after the last message: why the subscription ended (None: it was closed)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+
+
+class Subscription:
+    def __init__(
+        self,
+        connection: Connection,
+        id: str,
+        destination: str,
+        *,
+        ack: str,
+        selector: str | None,
+        durable_name: str | None,
+        browser: bool,
+    ) -> None:
+        self.connection = connection
+        self.id = id
+        self.destination = destination
+        self.ack_mode = ack
+        self.selector = selector
+        self.durable_name = durable_name
+        self.browser = browser
+        self._queue: asyncio.Queue[Message | _End] = asyncio.Queue()
+        self._end: _End | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True once unsubscribed, browsed to the end, or the connection is closed (messages
+        already queued can still be taken)."""
+        return self._end is not None
+
+    # ---- what the connection feeds in ----
+
+    def _deliver(self, event: MessageEvent) -> None:
+        if self._end is not None:
+            return
+        if self.browser and event.headers.get(BROWSER) == BROWSE_END:
+            # ActiveMQ keeps a finished browser until UNSUBSCRIBE (Stomp12Test
+            # testQueueBrowerSubscription); FerryMQ's broker has already dropped it and closes
+            # the connection on that UNSUBSCRIBE ("No subscription matched"), so none is sent.
+            self._finish(None)
+            self.connection._forget(self)
+            return
+        self._queue.put_nowait(Message(event, self))
+
+    def _finish(self, error: BaseException | None) -> None:
+        """End the stream: after what is queued, ``error`` is raised (None: iteration stops)."""
+        if self._end is None:
+            self._end = _End(error)
+            self._queue.put_nowait(self._end)
+
+    # ---- what the application calls ----
+
+    async def get(self, timeout: float | None = None) -> Message:  # noqa: ASYNC109 - the API
+        """The next message; ``TimeoutError`` if none came within ``timeout`` seconds.
+
+        Once the subscription has ended and its queue is empty, raises why: the broker's error,
+        ``ConnectionClosed``, or ``SubscriptionClosedError``.
+        """
+        if timeout is None:
+            item = await self._queue.get()
+        else:
+            async with asyncio.timeout(timeout):
+                item = await self._queue.get()
+        if isinstance(item, _End):
+            self._queue.put_nowait(item)  # every later call sees the end too
+            if item.error is not None:
+                raise item.error
+            if self.connection.closed and self.connection.close_reason is not None:
+                raise self.connection.close_reason
+            raise SubscriptionClosedError(f"subscription {self.id} to {self.destination} ended")
+        return item
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> Message:
+        """Stops when the subscription is closed by the application (or a browse is complete);
+        raises when the broker or the network ended it."""
+        try:
+            return await self.get()
+        except (SubscriptionClosedError, ConnectionClosed) as exc:
+            if self._end is not None and self._end.error is None:
+                raise StopAsyncIteration from exc
+            raise
+
+    async def unsubscribe(self, *, durable: bool = False, receipt: bool = True) -> None:
+        """Stop the subscription (UNSUBSCRIBE); with ``durable``, also destroy the durable
+        subscription on the broker (``activemq.subscriptionName``), so it keeps nothing more.
+
+        In the ``client`` modes the queued, unacknowledged messages are dropped: the broker gives
+        them to other consumers. Idempotent, except that ``durable`` still reaches the broker.
+        """
+        if durable and self.durable_name is None:
+            raise UsageError(f"subscription {self.id} is not durable")
+        if self._end is not None and not durable:
+            return
+        if self.ack_mode != ACK_AUTO:
+            self._drain()
+        self._finish(None)
+        await self.connection._unsubscribe(self, durable=durable, receipt=receipt)
+
+    def _drain(self) -> None:
+        while not self._queue.empty():
+            self._queue.get_nowait()
+
+    async def _settle(
+        self,
+        message: Message,
+        *,
+        nack: bool,
+        transaction: Transaction | str | None,
+        receipt: bool,
+    ) -> None:
+        if self.browser:
+            raise UsageError("a browsed message cannot be acknowledged or refused")
+        if self.ack_mode == ACK_AUTO:
+            if nack:
+                raise UsageError("cannot NACK a message of an auto-acknowledged subscription")
+            return
+        await self.connection._settle(message, nack=nack, transaction=transaction, receipt=receipt)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if not self.connection.closed:
+            await self.unsubscribe()
+
+    def __repr__(self) -> str:
+        return (
+            f"Subscription(id={self.id!r}, destination={self.destination!r}, ack={self.ack_mode!r})"
+        )

@@ -1,0 +1,381 @@
+"""One socket to one broker: ``tcp://host:port`` and ``stomp://host:port``.
+
+Three kinds of task run under one ``TaskGroup`` that the transport owns: the reader (bytes in,
+events up), the writer (everything queued during a loop turn goes out in one ``writelines``),
+and, when negotiated, the heart-beat sender and the read watchdog (ActiveMQ's
+``InactivityMonitor``, as a pair of loops). The first of them to fail ends all of them and the
+transport reports ``on_closed`` once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass
+from typing import cast
+
+from ferrymq.client.commands import Command, ConnectionInfo, encode_command
+from ferrymq.client.errors import (
+    BrokerErrorFrame,
+    BrokerURLError,
+    ClientError,
+    ConnectFailedError,
+    ConnectionClosed,
+    UsageError,
+)
+from ferrymq.client.transport import TransportListener, TransportStatistics
+from ferrymq.stomp.client import ClientSession
+from ferrymq.stomp.encoder import HEARTBEAT_BYTES
+from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
+from ferrymq.stomp.events import ClientEvent, Connected, ErrorEvent
+from ferrymq.stomp.frame import HeartBeat
+from ferrymq.stomp.negotiation import negotiate_heart_beat
+from ferrymq.util.uri import URI
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 61613
+"""STOMP's usual port (DESIGN.md), used when a URL names none."""
+READ_BYTES = 256 * 1024
+WRITE_HIGH_WATER_BYTES = 1024 * 1024
+"""``write`` waits while more than this is queued and not yet taken by the socket."""
+HEART_BEAT_GRACE = 1.5
+"""Silence allowed beyond the broker's heart-beat interval before the connection counts as
+dead (stomp.py uses the same factor; ActiveMQ's broker side calls it hbGracePeriodMultiplier)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TcpOptions:
+    """The options a ``tcp://`` URL may carry, by their ActiveMQ names."""
+
+    connection_timeout_s: float | None = 30.0
+    """``connectionTimeout`` (ms, 0 = none): the TCP connect alone, as in ActiveMQ."""
+    keep_alive: bool = False
+    """``keepAlive``: SO_KEEPALIVE on the socket."""
+    tcp_no_delay: bool = True
+    """``tcpNoDelay``: TCP_NODELAY (asyncio's default; frames are already coalesced)."""
+
+
+def tcp_options(uri: URI) -> TcpOptions:
+    """Check a plain URL and read its options; anything unknown is an error naming it."""
+    raw = uri.raw or str(uri)
+    if uri.host is None or uri.host == "":
+        raise BrokerURLError("a host is required (tcp://HOST:PORT)", url=raw, part=raw)
+    if uri.userinfo is not None:
+        raise BrokerURLError(
+            "credentials in the URL are not supported; pass login= and passcode=",
+            url=raw,
+            part=uri.userinfo,
+        )
+    if uri.path not in ("", "/"):
+        raise BrokerURLError("a broker URL has no path", url=raw, part=uri.path)
+    values: dict[str, object] = {}
+    for name, value in uri.query.items():
+        if name == "connectionTimeout":
+            if not value.isdigit():
+                raise BrokerURLError(
+                    f"option connectionTimeout must be milliseconds, got {value!r}",
+                    url=raw,
+                    part=name,
+                )
+            values["connection_timeout_s"] = int(value) / 1000 or None
+        elif name in ("keepAlive", "tcpNoDelay"):
+            if value.lower() not in ("true", "false"):
+                raise BrokerURLError(
+                    f"option {name} must be true or false, got {value!r}", url=raw, part=name
+                )
+            key = "keep_alive" if name == "keepAlive" else "tcp_no_delay"
+            values[key] = value.lower() == "true"
+        else:
+            known = "connectionTimeout, keepAlive, tcpNoDelay"
+            raise BrokerURLError(
+                f"unknown option {name!r} for {uri.scheme}: (known: {known})", url=raw, part=name
+            )
+    return TcpOptions(**values)  # type: ignore[arg-type]
+
+
+class TcpTransport:
+    def __init__(self, uri: URI, info: ConnectionInfo, options: TcpOptions | None = None) -> None:
+        self._host = uri.host or ""
+        self._port = uri.port if uri.port is not None else DEFAULT_PORT
+        self._url = f"{uri.scheme}://{_host_text(self._host)}:{self._port}"
+        self._info = info
+        self._options = options if options is not None else tcp_options(uri)
+        self._session = ClientSession()
+        self._listener: TransportListener | None = None
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._early: list[ClientEvent] = []
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._wake = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._closed: ConnectionClosed | None = None
+        self._send_interval_ms = 0
+        self._receive_timeout_ms = 0
+        self._last_read = self._last_write = 0.0
+        self._frames_sent = self._bytes_sent = self._bytes_received = 0
+        self._beats_sent = self._beats_received = 0
+
+    @property
+    def remote_url(self) -> str:
+        return self._url
+
+    # ---- opening ----
+
+    async def open(self, listener: TransportListener) -> Connected:
+        if self._listener is not None:
+            raise UsageError("a transport opens once")
+        self._listener = listener
+        info = self._info
+        stage = "the TCP connection"
+        try:
+            async with asyncio.timeout(info.connect_timeout_s):
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self._host, self._port),
+                    self._options.connection_timeout_s,
+                )
+                self._reader, self._writer = reader, writer
+                self._configure_socket()
+                stage = "CONNECTED from the broker"
+                writer.write(
+                    self._session.connect_frame(
+                        host=self._host,
+                        login=info.login,
+                        passcode=info.passcode,
+                        client_id=info.client_id,
+                        heart_beat=info.heart_beat,
+                        accept_version=info.versions,
+                        headers=info.headers,
+                    )
+                )
+                connected = await self._handshake()
+        except TimeoutError:
+            self._drop_socket()
+            raise ConnectFailedError(f"timed out waiting for {stage}", url=self._url) from None
+        except OSError as exc:
+            self._drop_socket()
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise ConnectFailedError(reason, url=self._url) from exc
+        except BaseException:
+            self._drop_socket()
+            raise
+        timing = negotiate_heart_beat(connected.heart_beat, info.heart_beat)
+        self._send_interval_ms = timing.send_interval_ms
+        self._receive_timeout_ms = timing.receive_timeout_ms
+        loop = asyncio.get_running_loop()
+        self._last_read = self._last_write = loop.time()
+        self._runner = loop.create_task(self._run(), name=f"ferrymq-client {self._url}")
+        return connected
+
+    def _configure_socket(self) -> None:
+        assert self._writer is not None
+        sock = self._writer.get_extra_info("socket")
+        if sock is None:
+            return
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(self._options.tcp_no_delay))
+        if self._options.keep_alive:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+
+    async def _handshake(self) -> Connected:
+        assert self._reader is not None
+        while True:
+            data = await self._reader.read(READ_BYTES)
+            if not data:
+                raise ConnectFailedError(
+                    "the broker closed the connection before CONNECTED", url=self._url
+                )
+            self._bytes_received += len(data)
+            try:
+                events = self._session.receive_data(data)
+            except RemoteProtocolError as exc:
+                raise ConnectFailedError(
+                    f"protocol error from the broker: {exc}", url=self._url
+                ) from None
+            for index, event in enumerate(events):
+                if isinstance(event, Connected):
+                    self._early = events[index + 1 :]
+                    return event
+                if isinstance(event, ErrorEvent):
+                    raise BrokerErrorFrame.from_event(event)
+
+    def _drop_socket(self) -> None:
+        if self._writer is not None:
+            self._writer.transport.abort()
+
+    # ---- running ----
+
+    async def _run(self) -> None:
+        error: ConnectionClosed | None = None
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._read_loop())
+                tasks.create_task(self._write_loop())
+                if self._send_interval_ms:
+                    tasks.create_task(self._send_heart_beats(self._send_interval_ms / 1000))
+                if self._receive_timeout_ms:
+                    tasks.create_task(self._watch_reads(self._receive_timeout_ms / 1000))
+        except* Exception as group:
+            error = _as_closed(group.exceptions[0])
+        finally:
+            self._mark_closed(error or ConnectionClosed("connection closed"))
+            await self._close_socket()
+        if error is not None and self._listener is not None:
+            self._listener.on_closed(error)
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        assert reader is not None
+        loop = asyncio.get_running_loop()
+        early, self._early = self._early, []
+        self._dispatch(early)
+        receive = self._session.receive_data
+        while True:
+            data = await reader.read(READ_BYTES)
+            if not data:
+                raise ConnectionClosed("the broker closed the connection")
+            self._last_read = loop.time()
+            self._bytes_received += len(data)
+            try:
+                events = receive(data)
+            except RemoteProtocolError as exc:
+                self._dispatch(cast(list[ClientEvent], list(exc.events)))
+                raise ConnectionClosed(f"protocol error from the broker: {exc}") from None
+            self._dispatch(events)
+
+    def _dispatch(self, events: list[ClientEvent]) -> None:
+        listener = self._listener
+        assert listener is not None
+        for event in events:
+            if isinstance(event, HeartBeat):
+                self._beats_received += 1
+            elif not isinstance(event, Connected):
+                listener.on_event(event)
+
+    async def _write_loop(self) -> None:
+        writer = self._writer
+        assert writer is not None
+        loop = asyncio.get_running_loop()
+        wake = self._wake
+        while True:
+            await wake.wait()
+            wake.clear()
+            chunks, self._pending = self._pending, []
+            self._bytes_sent += self._pending_bytes
+            self._pending_bytes = 0
+            writer.writelines(chunks)
+            self._last_write = loop.time()
+            await writer.drain()
+            if self._pending_bytes <= WRITE_HIGH_WATER_BYTES:
+                self._writable.set()
+
+    async def _send_heart_beats(self, interval_s: float) -> None:
+        """Write an EOL whenever nothing was written for half the interval, so the broker,
+        which checks once per interval, always sees something (STOMP 1.2 "Heart-beating")."""
+        loop = asyncio.get_running_loop()
+        period = interval_s / 2
+        while True:
+            idle = loop.time() - self._last_write
+            if idle >= period and not self._pending:
+                self._enqueue(HEARTBEAT_BYTES)
+                self._beats_sent += 1
+                idle = 0.0
+            await asyncio.sleep(max(period - idle, 0.001))
+
+    async def _watch_reads(self, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        limit = timeout_s * HEART_BEAT_GRACE
+        while True:
+            silent = loop.time() - self._last_read
+            if silent >= limit:
+                raise ConnectionClosed(
+                    f"nothing from the broker for {silent * 1000:.0f} ms "
+                    f"(heart-beat every {self._receive_timeout_ms} ms negotiated): "
+                    "the connection is dead"
+                )
+            await asyncio.sleep(limit - silent)
+
+    # ---- writing ----
+
+    async def write(self, command: Command) -> None:
+        if self._closed is not None:
+            raise self._closed
+        try:
+            data = encode_command(self._session, command)
+        except LocalProtocolError as exc:
+            raise UsageError(f"{exc} (STOMP {self._session.version})") from None
+        self._enqueue(data)
+        self._frames_sent += 1
+        while self._pending_bytes > WRITE_HIGH_WATER_BYTES:
+            self._writable.clear()
+            await self._writable.wait()
+            if self._closed is not None:
+                raise self._closed
+
+    def _enqueue(self, data: bytes) -> None:
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        self._wake.set()
+
+    # ---- closing ----
+
+    def _mark_closed(self, error: ConnectionClosed) -> None:
+        if self._closed is None:
+            self._closed = error
+        self._writable.set()
+
+    def abort(self) -> None:
+        self._mark_closed(ConnectionClosed("connection closed by the application"))
+        if self._runner is not None:
+            self._runner.cancel()
+        else:
+            self._drop_socket()
+
+    async def close(self) -> None:
+        self.abort()
+        if self._runner is not None:
+            await asyncio.wait([self._runner])
+        else:
+            await self._close_socket()
+
+    async def _close_socket(self) -> None:
+        writer = self._writer
+        if writer is None:
+            return
+        writer.transport.abort()
+        with contextlib.suppress(OSError, RuntimeError):  # the reason was already reported
+            await writer.wait_closed()
+
+    def statistics(self) -> TransportStatistics:
+        return TransportStatistics(
+            frames_sent=self._frames_sent,
+            bytes_sent=self._bytes_sent,
+            bytes_received=self._bytes_received,
+            heart_beats_sent=self._beats_sent,
+            heart_beats_received=self._beats_received,
+            send_interval_ms=self._send_interval_ms,
+            receive_timeout_ms=self._receive_timeout_ms,
+        )
+
+
+def _host_text(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _as_closed(exc: BaseException) -> ConnectionClosed:
+    if isinstance(exc, ConnectionClosed):
+        return exc
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        closed = ConnectionClosed(f"connection lost: {reason}")
+    elif isinstance(exc, ClientError):
+        closed = ConnectionClosed(str(exc))
+    else:
+        log.error("client transport failed", exc_info=exc)
+        closed = ConnectionClosed(f"client transport failed: {exc!r}")
+    closed.__cause__ = exc
+    return closed

@@ -1,0 +1,73 @@
+"""A STOMP transaction (BEGIN ... COMMIT or ABORT) as an async context manager."""
+
+from __future__ import annotations
+
+import contextlib
+from enum import Enum
+from typing import TYPE_CHECKING, Self
+
+from ferrymq.client.errors import ClientError, UsageError
+
+if TYPE_CHECKING:
+    from ferrymq.client.connection import Connection
+
+
+class TransactionState(Enum):
+    NEW = "new"
+    ACTIVE = "active"
+    COMMITTED = "committed"
+    ABORTED = "aborted"
+
+
+class Transaction:
+    """Sends and acks that name this transaction take effect together at ``commit``.
+
+    ``async with conn.transaction() as tx:`` begins on entry, commits on a normal exit and
+    aborts when the block raises. As in ActiveMQ, ABORT does not redeliver what was acked in the
+    transaction: those messages are unacknowledged again and can be acked anew.
+    """
+
+    def __init__(self, connection: Connection, id: str) -> None:
+        self.connection = connection
+        self.id = id
+        self.state = TransactionState.NEW
+
+    async def begin(self) -> Self:
+        if self.state is not TransactionState.NEW:
+            raise UsageError(f"transaction {self.id} was already begun")
+        await self.connection._begin_transaction(self)
+        self.state = TransactionState.ACTIVE
+        return self
+
+    async def commit(self) -> None:
+        """COMMIT, and wait for the broker's receipt (everything in it is then durable)."""
+        self._check_active()
+        self.state = TransactionState.COMMITTED
+        await self.connection._end_transaction(self, commit=True)
+
+    async def abort(self) -> None:
+        self._check_active()
+        self.state = TransactionState.ABORTED
+        await self.connection._end_transaction(self, commit=False)
+
+    def _check_active(self) -> None:
+        if self.state is not TransactionState.ACTIVE:
+            raise UsageError(f"transaction {self.id} is {self.state.value}, not active")
+
+    async def __aenter__(self) -> Self:
+        if self.state is TransactionState.NEW:
+            await self.begin()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self.state is not TransactionState.ACTIVE:
+            return
+        if exc_type is None:
+            await self.commit()
+            return
+        # The error propagating says more; a transaction left open dies with its connection.
+        with contextlib.suppress(ClientError):
+            await self.abort()
+
+    def __repr__(self) -> str:
+        return f"Transaction(id={self.id!r}, state={self.state.value})"

@@ -1,0 +1,79 @@
+"""The seam between a ``Connection`` and the network: one broker, or several.
+
+A ``Connection`` (the API) keeps what the application sees: receipts it waits for,
+subscriptions, transactions, the producer id. A ``Transport`` carries commands to a broker and
+events back. ``TcpTransport`` is one socket to one broker; issue 3's failover, discovery,
+masterslave and fanout transports own several and present the same interface, so the
+``Connection`` does not change when the URL does (ActiveMQ's ``Transport`` chain, where
+``FailoverTransport`` wraps the ``TcpTransport`` of whichever broker it is on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from ferrymq.client.commands import Command
+from ferrymq.client.errors import ConnectionClosed
+from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
+
+BrokerEvent = MessageEvent | ReceiptEvent | ErrorEvent
+"""What a transport hands up after CONNECTED; heart-beats stay below it."""
+
+
+class TransportListener(Protocol):
+    """The side a transport reports to (the ``Connection``). Called on the event loop, in the
+    order the broker sent; neither method may block."""
+
+    def on_event(self, event: BrokerEvent) -> None: ...
+
+    def on_closed(self, error: ConnectionClosed) -> None:
+        """The transport is gone for good and will report nothing more (not called when the
+        listener itself closed it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransportStatistics:
+    frames_sent: int
+    bytes_sent: int
+    bytes_received: int
+    heart_beats_sent: int
+    heart_beats_received: int
+    send_interval_ms: int
+    """Negotiated: we send something at least this often (0: never)."""
+    receive_timeout_ms: int
+    """Negotiated: the broker sends something at least this often (0: not checked)."""
+
+
+class Transport(Protocol):
+    """Commands down, events up. Every task a transport starts is its own, cancelled and
+    awaited by ``close``."""
+
+    @property
+    def remote_url(self) -> str:
+        """The broker this transport is connected to now, as a URL."""
+        ...
+
+    async def open(self, listener: TransportListener) -> Connected:
+        """Connect and exchange CONNECT/CONNECTED; raises ``ConnectFailedError`` or the
+        broker's ``BrokerErrorFrame``."""
+        ...
+
+    async def write(self, command: Command) -> None:
+        """Queue ``command`` for the broker; waits while the outgoing buffer is full.
+
+        Returning means queued, not delivered: what needs confirmation asks for a receipt.
+        Raises ``ConnectionClosed`` once closed and ``UsageError`` for what the negotiated
+        version cannot express.
+        """
+        ...
+
+    def abort(self) -> None:
+        """Start closing now, dropping anything unsent; safe to call from ``on_event``."""
+        ...
+
+    async def close(self) -> None:
+        """Abort if needed, and wait until every task and the socket are gone. Idempotent."""
+        ...
+
+    def statistics(self) -> TransportStatistics: ...
