@@ -76,11 +76,15 @@ def test_protocol_and_core_do_no_io(package: str) -> None:
 
 def test_every_package_is_covered() -> None:
     packages = {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    unruled = packages - set(ALLOWED) - {
-        "cli",
-        "discovery",
-        "ha",
-        "network",
-        "spark",
-    }
+    unruled = (
+        packages
+        - set(ALLOWED)
+        - {
+            "cli",
+            "discovery",
+            "ha",
+            "network",
+            "spark",
+        }
+    )
     assert unruled == set()

@@ -45,6 +45,12 @@ async def ferrymq(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, 
     return code, captured.out, captured.err
 
 
+def sequence_number(body: str) -> int:
+    match = re.fullmatch(r"message (\d+)", body)
+    assert match is not None, body
+    return int(match[1])
+
+
 def records(out: str) -> list[dict[str, object]]:
     return [json.loads(line) for line in out.splitlines()]
 
@@ -61,7 +67,7 @@ async def test_count_messages_go_through_once_each(
     assert code == 0
     assert "received 100 messages" in err
     received = records(out)
-    numbers = sorted(int(re.fullmatch(r"message (\d+)", str(r["body"]))[1]) for r in received)  # type: ignore[index]
+    numbers = sorted(sequence_number(str(r["body"])) for r in received)
     assert numbers == list(range(1, 101))
     first = received[0]
     assert first["destination"] == "/queue/cli"

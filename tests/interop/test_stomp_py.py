@@ -404,3 +404,17 @@ def test_browser_applies_its_selector(clients: Clients) -> None:
     messages = listener.wait_messages(3)
     assert [m.body for m in messages[:2]] == ["red", "red"]
     assert messages[2].headers["browser"] == "end"
+
+
+def test_finished_browser_is_unsubscribed_and_its_id_reused(clients: Clients) -> None:
+    """Stomp12Test.testQueueBrowerSubscription."""
+    conn, listener = clients.connect()
+    conn.send("/queue/browse-again", "m", headers={"receipt": "sent"})
+    listener.wait_receipt("sent")
+    for round_number in range(2):
+        conn.subscribe("/queue/browse-again", id="12345", headers={"browser": "true"})
+        end = listener.wait_messages(2 * (round_number + 1))[-1]
+        assert end.headers["browser"] == "end"
+        conn.unsubscribe("12345", headers={"receipt": f"unsub-{round_number}"})
+        listener.wait_receipt(f"unsub-{round_number}")
+    assert conn.is_connected()

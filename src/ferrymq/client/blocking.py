@@ -240,10 +240,37 @@ class BlockingConnection:
         )
 
     def subscribe(
-        self, destination: str, *, ack: str = ACK_AUTO, **options: Any
+        self,
+        destination: str,
+        *,
+        selector: str | None = None,
+        ack: str = ACK_AUTO,
+        prefetch: int | None = None,
+        id: str | None = None,
+        durable_name: str | None = None,
+        no_local: bool = False,
+        exclusive: bool = False,
+        priority: int | None = None,
+        browser: bool = False,
+        headers: Mapping[str, str] | None = None,
+        receipt: bool = True,
     ) -> BlockingSubscription:
-        """Same options as ``Connection.subscribe``."""
-        subscription = self._loop.run(self.connection.subscribe(destination, ack=ack, **options))
+        subscription = self._loop.run(
+            self.connection.subscribe(
+                destination,
+                selector=selector,
+                ack=ack,
+                prefetch=prefetch,
+                id=id,
+                durable_name=durable_name,
+                no_local=no_local,
+                exclusive=exclusive,
+                priority=priority,
+                browser=browser,
+                headers=headers,
+                receipt=receipt,
+            )
+        )
         return BlockingSubscription(subscription, self._loop)
 
     def transaction(self) -> BlockingTransaction:

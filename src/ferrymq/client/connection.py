@@ -368,8 +368,13 @@ class Connection:
         self._closed_event.set()
 
     def _check_open(self) -> None:
-        if self.state is not ConnectionState.OPEN:
-            raise self._close_reason or ConnectionClosed(f"the connection is {self.state.value}")
+        if self.state is ConnectionState.OPEN:
+            return
+        reason = self._close_reason
+        if reason is None:
+            raise ConnectionClosed(f"the connection is {self.state.value}")
+        # A new instance each time, so tracebacks do not pile up on one object.
+        raise ConnectionClosed(reason.message, error=reason.error) from reason.__cause__
 
     def _next_receipt(self) -> str:
         return f"r-{next(self._receipt_seq)}"

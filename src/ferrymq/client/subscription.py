@@ -53,6 +53,7 @@ class Subscription:
         self.selector = selector
         self.durable_name = durable_name
         self.browser = browser
+        self._browse_ended = False
         self._queue: asyncio.Queue[Message | _End] = asyncio.Queue()
         self._end: _End | None = None
 
@@ -68,11 +69,10 @@ class Subscription:
         if self._end is not None:
             return
         if self.browser and event.headers.get(BROWSER) == BROWSE_END:
-            # ActiveMQ keeps a finished browser until UNSUBSCRIBE (Stomp12Test
-            # testQueueBrowerSubscription); FerryMQ's broker has already dropped it and closes
-            # the connection on that UNSUBSCRIBE ("No subscription matched"), so none is sent.
+            # The broker keeps a finished browser's id until UNSUBSCRIBE (ActiveMQ's Stomp12Test
+            # testQueueBrowerSubscription): the reader who reaches the end sends it.
+            self._browse_ended = True
             self._finish(None)
-            self.connection._forget(self)
             return
         self._queue.put_nowait(Message(event, self))
 
@@ -97,10 +97,14 @@ class Subscription:
                 item = await self._queue.get()
         if isinstance(item, _End):
             self._queue.put_nowait(item)  # every later call sees the end too
+            if self._browse_ended:
+                self._browse_ended = False
+                await self.connection._unsubscribe(self, durable=False, receipt=False)
             if item.error is not None:
                 raise item.error
-            if self.connection.closed and self.connection.close_reason is not None:
-                raise self.connection.close_reason
+            reason = self.connection.close_reason
+            if reason is not None:
+                raise ConnectionClosed(reason.message, error=reason.error)
             raise SubscriptionClosedError(f"subscription {self.id} to {self.destination} ended")
         return item
 

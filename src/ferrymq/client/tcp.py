@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from ferrymq.client.commands import Command, ConnectionInfo, encode_command
@@ -71,29 +71,33 @@ def tcp_options(uri: URI) -> TcpOptions:
         )
     if uri.path not in ("", "/"):
         raise BrokerURLError("a broker URL has no path", url=raw, part=uri.path)
-    values: dict[str, object] = {}
+    options = TcpOptions()
     for name, value in uri.query.items():
         if name == "connectionTimeout":
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise BrokerURLError(
                     f"option connectionTimeout must be milliseconds, got {value!r}",
                     url=raw,
                     part=name,
                 )
-            values["connection_timeout_s"] = int(value) / 1000 or None
+            options = replace(options, connection_timeout_s=int(value) / 1000 or None)
         elif name in ("keepAlive", "tcpNoDelay"):
             if value.lower() not in ("true", "false"):
                 raise BrokerURLError(
                     f"option {name} must be true or false, got {value!r}", url=raw, part=name
                 )
-            key = "keep_alive" if name == "keepAlive" else "tcp_no_delay"
-            values[key] = value.lower() == "true"
+            flag = value.lower() == "true"
+            options = (
+                replace(options, keep_alive=flag)
+                if name == "keepAlive"
+                else replace(options, tcp_no_delay=flag)
+            )
         else:
             known = "connectionTimeout, keepAlive, tcpNoDelay"
             raise BrokerURLError(
                 f"unknown option {name!r} for {uri.scheme}: (known: {known})", url=raw, part=name
             )
-    return TcpOptions(**values)  # type: ignore[arg-type]
+    return options
 
 
 class TcpTransport:

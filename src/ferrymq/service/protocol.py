@@ -92,6 +92,7 @@ class StompConnection:
         self._close_when_flushed = False
         self._sub_has_id: dict[str, bool] = {}
         self._sub_blocks: dict[str, bytes] = {}
+        self._browsers: set[str] = set()
 
     def is_closed(self) -> bool:
         return self.closed
@@ -333,6 +334,14 @@ class StompConnection:
         self._sub_has_id[subscription_id] = event.id is not None
         self._sub_blocks.pop(subscription_id, None)
         if browser:
+            # A browser is not a consumer of the queue, but its id is taken until UNSUBSCRIBE,
+            # as in ActiveMQ (testQueueBrowerSubscription subscribes again with the same id).
+            state = region.connections.get(self.connection_id)
+            if subscription_id in self._browsers or (
+                state is not None and subscription_id in state.consumers
+            ):
+                raise BrokerError(f"subscription id {subscription_id!r} is already in use")
+            self._browsers.add(subscription_id)
             self._receipt(event.receipt)
             self.service.browse(self, consumer)
             return
@@ -343,6 +352,10 @@ class StompConnection:
 
     def _on_unsubscribe(self, event: Unsubscribe) -> None:
         region = self.region
+        if event.id is not None and event.id in self._browsers:
+            self._browsers.discard(event.id)
+            self._receipt(event.receipt)
+            return
         state = region.connections.get(self.connection_id)
         if event.subscription_name is not None:
             region.destroy_durable(self.connection_id, event.subscription_name)
