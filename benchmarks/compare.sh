@@ -88,6 +88,13 @@ failed() { # failed NAME REASON: the page shows the reason instead of numbers
     printf '%s\n' "$2" >"$RESULTS/$1.failed"
 }
 
+abandon() { # abandon NAME REASON: a broker that did not come up is stopped and reported
+    failed "$1" "$2"
+    stop_pid "$BROKER_PID"
+    BROKER_PID=""
+    stop_epmd
+}
+
 apt_install() { # apt_install PACKAGE: install it from Debian unless present
     if dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; then
         return 0
@@ -106,8 +113,8 @@ run_bench() {
     # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
     local cmd=("$PY" -m ferrymq.cli.main bench "tcp://127.0.0.1:$port" --label "$name"
         --broker-pid "$pid" --output "$RESULTS/$name.json" $BENCH_ARGS "$@")
-    printf 'ferrymq bench tcp://127.0.0.1:%s --label %s %s %s\n' "$port" "$name" "$BENCH_ARGS" "$*" \
-        >>"$RESULTS/$name.commands"
+    printf '%s ' ferrymq "${cmd[@]:3}" | sed -e "s|$ROOT/||g" -e 's/ $//' >>"$RESULTS/$name.commands"
+    echo >>"$RESULTS/$name.commands"
     log "$name: benchmarking on port $port"
     if ! timeout "$BENCH_TIMEOUT_S" "${cmd[@]}" >"$LOGS/$name-bench.txt" 2>&1; then
         log "$name: ferrymq bench reported problems (see $LOGS/$name-bench.txt)"
@@ -126,7 +133,7 @@ bench_ferrymq() {
         >"$RESULTS/ferrymq.commands"
     "${cmd[@]}" >"$LOGS/ferrymq.log" 2>&1 &
     BROKER_PID=$!
-    wait_port "$port" "$BROKER_PID" ferrymq || { failed ferrymq "did not start"; return 0; }
+    wait_port "$port" "$BROKER_PID" ferrymq || { abandon ferrymq "did not start"; return 0; }
     run_bench ferrymq "$port" "$BROKER_PID"
     stop_pid "$BROKER_PID"
     BROKER_PID=""
@@ -158,11 +165,11 @@ bench_activemq() {
         "-Dactivemq.home=$home" "-Dactivemq.base=$base" "-Dactivemq.conf=$base/conf"
         "-Dactivemq.data=$base/data" "-Djava.io.tmpdir=$base/tmp"
         -jar "$home/bin/activemq.jar" start "xbean:file:$base/conf/activemq.xml")
-    printf '%q ' "${cmd[@]}" | sed "s|$ROOT/||g" >"$RESULTS/activemq.commands"
+    printf '%q ' "${cmd[@]}" | sed -e "s|$ROOT/||g" -e 's/ $//' >"$RESULTS/activemq.commands"
     echo >>"$RESULTS/activemq.commands"
     "${cmd[@]}" >"$LOGS/activemq.log" 2>&1 &
     BROKER_PID=$!
-    wait_port "$port" "$BROKER_PID" activemq || { failed activemq "did not start (see $LOGS/activemq.log)"; return 0; }
+    wait_port "$port" "$BROKER_PID" activemq || { abandon activemq "did not start (see $LOGS/activemq.log)"; return 0; }
     run_bench activemq "$port" "$BROKER_PID"
     stop_pid "$BROKER_PID"
     BROKER_PID=""
@@ -180,8 +187,9 @@ bench_coilmq() {
     echo "coilmq -b 127.0.0.1 -p $port" >"$RESULTS/coilmq.commands"
     "$venv/bin/coilmq" -b 127.0.0.1 -p "$port" >"$LOGS/coilmq.log" 2>&1 &
     BROKER_PID=$!
-    wait_port "$port" "$BROKER_PID" coilmq || { failed coilmq "did not start"; return 0; }
-    "$venv/bin/pip" show coilmq 2>/dev/null | sed -n 's/^Version: /coilmq version /p' >>"$RESULTS/coilmq.commands"
+    wait_port "$port" "$BROKER_PID" coilmq || { abandon coilmq "did not start"; return 0; }
+    "$venv/bin/pip" show coilmq 2>/dev/null | sed -n 's/^Version: /#   (coilmq from PyPI, version /p' \
+        | sed 's/$/)/' >>"$RESULTS/coilmq.commands"
     run_bench coilmq "$port" "$BROKER_PID"
     stop_pid "$BROKER_PID"
     BROKER_PID=""
@@ -208,11 +216,11 @@ bench_rabbitmq() {
         RABBITMQ_DIST_PORT="$dist_port" RABBITMQ_CONFIG_FILE="$base/rabbitmq.conf"
         RABBITMQ_ENABLED_PLUGINS_FILE="$base/enabled_plugins" RABBITMQ_MNESIA_BASE="$base/mnesia"
         RABBITMQ_LOG_BASE="$base/log" RABBITMQ_PID_FILE="$base/pid" RABBITMQ_LOGS=-)
-    printf '%s ' env "${env[@]}" "$server" | sed "s|$ROOT/||g" >"$RESULTS/rabbitmq.commands"
+    printf '%s ' env "${env[@]}" "$server" | sed -e "s|$ROOT/||g" -e 's/ $//' >"$RESULTS/rabbitmq.commands"
     echo >>"$RESULTS/rabbitmq.commands"
     env "${env[@]}" "$server" >"$LOGS/rabbitmq.log" 2>&1 &
     BROKER_PID=$!
-    wait_port "$stomp_port" "$BROKER_PID" rabbitmq || { failed rabbitmq "did not start (see $LOGS/rabbitmq.log)"; return 0; }
+    wait_port "$stomp_port" "$BROKER_PID" rabbitmq || { abandon rabbitmq "did not start (see $LOGS/rabbitmq.log)"; return 0; }
     # The Erlang VM (beam.smp) is the process that does the work; its pid is in the pid file.
     local beam=$BROKER_PID
     for ((i = 0; i < 50; i++)); do

@@ -9,14 +9,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from ferrymq.bench import NAMES, BenchOptions, Endpoint, parse_url, run_bench
 from ferrymq.broker import Broker
-from ferrymq.config.cli import config_from_flags
 
 COUNT = 200
 SUBSCRIBERS = 2
@@ -24,12 +21,9 @@ LATENCY_SAMPLES = 30
 
 
 @pytest.fixture
-async def broker_url(tmp_path: Path) -> AsyncIterator[str]:
-    config = config_from_flags(
-        name="b", data_dir=tmp_path, listen=["stomp://127.0.0.1:0"], admin="off"
-    )
-    async with Broker(config) as broker:
-        yield broker.stomp_urls[0]
+def broker_url(broker: Broker) -> str:
+    """The shared persistent test broker (tests/conftest.py), in this process."""
+    return broker.stomp_urls[0]
 
 
 async def test_every_scenario_gets_every_message_exactly_once(broker_url: str) -> None:

@@ -69,7 +69,7 @@ def test_non_persistent_messages_spool_when_memory_is_short(tmp_path: Path) -> N
             producer, listener = clients.connect()
             for i in range(2000):
                 producer.send("/queue/spool", f"{i:05d}" + "y" * 1024)
-            producer.send("/queue/sync", "s", headers={"receipt": "sync"})
+            producer.send("/topic/sync", "s", headers={"receipt": "sync"})
             listener.wait_receipt("sync", timeout=30)
             assert _paged_out(thread, "spool") > 0
 

@@ -141,7 +141,8 @@ class StompWire(asyncio.Protocol):
         with contextlib.suppress(TimeoutError, BrokerError):
             await asyncio.wait_for(asyncio.shield(receipt), timeout_s)
         self.transport.close()
-        await asyncio.wait_for(asyncio.shield(self.closed), timeout_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.closed), timeout_s)
 
 
 async def open_wire(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ferrymq.core import codec
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.destination import Destination
-from ferrymq.core.entry import Entry
+from ferrymq.core.entry import ENTRY_OVERHEAD_BYTES, Entry
 from ferrymq.core.message import Message
 from ferrymq.core.pending import PendingList
 from ferrymq.core.policy import DestinationPolicy
@@ -82,24 +82,70 @@ class MessageContainer:
         return len(self.pending) + self.paged_out + self.in_flight
 
     def enqueue(self, message: Message, seq: int) -> None:
+        """Take a new message: wait in memory, or only in the store when memory is short."""
+        entry = self._admit(message, seq)
+        if entry is not None:
+            self.pending.append(entry)
+
+    def offer(self, message: Message, seq: int) -> None:
+        """``enqueue`` then ``dispatch``, handing the message straight to a consumer when
+        nothing else waits (the common case of a consumer keeping up)."""
+        if self.pending or self.paged_out or not self.consumers:
+            self.enqueue(message, seq)
+            self.dispatch()
+            return
+        entry = self._admit(message, seq)
+        if entry is None:
+            self.dispatch()
+            return
+        if message.expires and message.expires <= self.region.now:
+            self.region.expire(entry)
+            return
+        candidates = self._candidates()
+        consumer = (
+            self._select(entry, candidates, self.policy.use_message_groups) if candidates else None
+        )
+        if consumer is None:
+            self.pending.append(entry)
+            return
+        self.region.deliver(consumer, entry)
+        self.in_flight += 1
+        self.stats.dispatched += 1
+        if len(self.consumers) > 1:
+            _rotate(self.consumers, consumer)
+
+    def _admit(self, message: Message, seq: int) -> Entry | None:
+        """Count the message in and decide where it lives; None when it is paged out."""
         usage = self.region.usage
-        size = message.size
         write = message.persistent and self.storable
         self.stats.enqueued += 1
-        if self.paged_out or usage.should_page_out(size):
+        charge = ENTRY_OVERHEAD_BYTES if message.holders else ENTRY_OVERHEAD_BYTES + message.size
+        if self.paged_out or usage.should_page_out(charge):
             self._store(message, seq, persistent=write)
             if not write:
-                usage.temp_used += size
+                usage.temp_used += message.size
             self.paged_out += 1
             self._paged_out_since_request += 1
-            if not self.paged_out - 1:
+            if self.paged_out == 1:
                 self.cursor = seq
-            return
+            return None
         entry = Entry(seq, message, self, stored=write)
         if write:
             self._store(message, seq, persistent=True)
-        usage.memory_used += size
-        self.pending.append(entry)
+        self._charge(message)
+        return entry
+
+    def _charge(self, message: Message) -> None:
+        if not message.holders:
+            self.region.usage.memory_used += message.size
+        message.holders += 1
+        self.region.usage.memory_used += ENTRY_OVERHEAD_BYTES
+
+    def _discharge(self, message: Message) -> None:
+        message.holders -= 1
+        if not message.holders:
+            self.region.usage.memory_used -= message.size
+        self.region.usage.memory_used -= ENTRY_OVERHEAD_BYTES
 
     def _store(self, message: Message, seq: int, *, persistent: bool) -> None:
         blob = codec.encode(message)
@@ -238,7 +284,7 @@ class MessageContainer:
         """The entry is done with (acked, dead-lettered, expired, discarded): forget it."""
         self.stats.dequeued += 1
         usage = self.region.usage
-        usage.memory_used -= entry.message.size
+        self._discharge(entry.message)
         if entry.stored:
             if entry.message.persistent and self.storable:
                 usage.store_used -= len(codec.encode(entry.message))
@@ -289,7 +335,7 @@ class MessageContainer:
                 redelivery_count=message.redelivery_count + (1 if record.delivered else 0),
                 marked_delivered=record.delivered,
             )
-            usage.memory_used += message.size
+            self._charge(message)
             if not persistent_row:
                 usage.temp_used -= message.size
             if message.is_expired(now):
@@ -309,9 +355,8 @@ class MessageContainer:
     def purge(self) -> list[Entry]:
         """Drop every waiting message (queue deleted, subscription gone)."""
         entries = self.pending.clear()
-        usage = self.region.usage
         for entry in entries:
-            usage.memory_used -= entry.message.size
+            self._discharge(entry.message)
         if self.storable or self.paged_out or any(e.stored for e in entries):
             self.region.effects.store_ops.append(PurgeContainer(self.key))
         self.paged_out = 0

@@ -342,9 +342,7 @@ class RegionBroker:
         if destination.is_topic:
             self.topic(destination).publish(message, seq, self.lookup_for)
         else:
-            container = self.queue(destination)
-            container.enqueue(message, seq)
-            container.dispatch()
+            self.queue(destination).offer(message, seq)
 
     def route_internal(self, message: Message) -> None:
         """Publish a broker-made message (advisories, dead letters)."""

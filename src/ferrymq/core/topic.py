@@ -113,8 +113,7 @@ class Topic:
                 resolver = lookup(message)
             if not subscription.accepts(message, resolver):
                 continue
-            subscription.enqueue(message, seq)
-            subscription.dispatch()
+            subscription.offer(message, seq)
             taken += 1
         self.stats.dispatched += taken
         return taken

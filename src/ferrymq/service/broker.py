@@ -45,6 +45,17 @@ class BrokerStartError(Exception):
     """The broker cannot start; the message says what and where."""
 
 
+def _copy_outcome(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif (exc := source.exception()) is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(None)
+
+
 def generate_broker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000):x}"
 
@@ -91,6 +102,7 @@ class BrokerService:
         self.listeners: list[TcpListener] = []
         self.connections: dict[str, StompConnection] = {}
         self.last_commit: asyncio.Future[None] | None = None
+        self._next_commit: asyncio.Future[None] | None = None
         self.started = False
         self.started_at = 0.0
         self._connection_ids = itertools.count(1)
@@ -241,11 +253,29 @@ class BrokerService:
         usage = self.region.usage
         return usage.store_full or usage.memory_full
 
+    def commit_barrier(self) -> asyncio.Future[None] | None:
+        """A future done once everything the core has decided so far is durable (None: it is).
+
+        A receipt waits on it instead of forcing a store write of its own: all the frames of
+        one read share the single write that ``process`` makes at the end of the read.
+        """
+        if self.region.effects.store_ops:
+            if self._next_commit is None:
+                self._next_commit = asyncio.get_running_loop().create_future()
+            return self._next_commit
+        last = self.last_commit
+        return last if last is not None and not last.done() else None
+
     def _write(self, ops: list[Any]) -> None:
+        barrier, self._next_commit = self._next_commit, None
         if self._store_failed is not None:
+            if barrier is not None:
+                barrier.set_exception(StoreError(f"the store failed: {self._store_failed}"))
             return
         future = self.store.write(ops)
         future.add_done_callback(self._commit_done)
+        if barrier is not None:
+            future.add_done_callback(lambda done: _copy_outcome(done, barrier))
         self.last_commit = future
 
     def _commit_done(self, future: asyncio.Future[None]) -> None:

@@ -208,10 +208,11 @@ class StompConnection:
         self._receipt(receipt, needs_commit=len(self.region.effects.store_ops) > ops_before)
 
     def _receipt(self, receipt: str | None, *, needs_commit: bool = False) -> None:
+        """Queue a RECEIPT; one that depends on the store leaves once the write that the end of
+        this read makes is durable (every receipt of a read shares that one write)."""
         if receipt is None:
             return
-        self.service.process()
-        wait = self.service.last_commit if needs_commit else None
+        wait = self.service.commit_barrier() if needs_commit else None
         self._enqueue(self.session.receipt(receipt), wait)
 
     def _on_connect(self, event: Connect) -> None:
