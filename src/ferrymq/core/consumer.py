@@ -36,6 +36,7 @@ class AckMode(enum.Enum):
 class Consumer:
     __slots__ = (
         "_by_message_id",
+        "_index_message_ids",
         "_ledger",
         "_outstanding",
         "ack_mode",
@@ -70,6 +71,7 @@ class Consumer:
         browser: bool = False,
         durable_name: str | None = None,
         network: bool = False,
+        acks_by_message_id: bool = True,
     ) -> None:
         self.connection_id = connection_id
         self.subscription_id = subscription_id
@@ -89,6 +91,9 @@ class Consumer:
         self.containers: list[MessageContainer] = []
         self._ledger: OrderedDict[str, Entry] = OrderedDict()
         self._by_message_id: dict[str, str] = {}
+        self._index_message_ids = acks_by_message_id and ack_mode is not AckMode.AUTO
+        """STOMP 1.0 and 1.1 name the message in an ACK; 1.2 names the ack id, and nobody
+        acknowledges an auto subscription, so the index is kept only where it is used."""
         self._outstanding = 0
         """Deliveries that count against the prefetch window (in flight, not acked in a tx)."""
 
@@ -118,11 +123,17 @@ class Consumer:
     def record_delivery(self, ack_id: str, entry: Entry) -> None:
         entry.consumer = self
         self._ledger[ack_id] = entry
-        self._by_message_id[entry.message.message_id] = ack_id
+        if self._index_message_ids:
+            self._by_message_id[entry.message.message_id] = ack_id
         self._outstanding += 1
 
     def ack_id_for_message(self, message_id: str) -> str | None:
-        return self._by_message_id.get(message_id)
+        if self._index_message_ids:
+            return self._by_message_id.get(message_id)
+        return next(
+            (key for key, entry in self._ledger.items() if entry.message.message_id == message_id),
+            None,
+        )
 
     def entry(self, ack_id: str) -> Entry | None:
         return self._ledger.get(ack_id)
@@ -181,9 +192,8 @@ class Consumer:
 
     def _forget(self, entry: Entry) -> None:
         entry.consumer = None
-        message_id = entry.message.message_id
-        if message_id in self._by_message_id:
-            del self._by_message_id[message_id]
+        if self._index_message_ids:
+            self._by_message_id.pop(entry.message.message_id, None)
         if entry.acked_in_transaction is None:
             self._outstanding -= 1
         entry.acked_in_transaction = None

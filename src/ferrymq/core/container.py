@@ -205,8 +205,11 @@ class MessageContainer:
         return [c for c in self.consumers if c.has_capacity]
 
     def dispatch(self) -> None:
-        if self.consumers and self.pending:
-            self._dispatch_pending()
+        consumers = self.consumers
+        if consumers and self.pending:
+            # A lone consumer with a full prefetch window is the usual state of a backlog.
+            if len(consumers) > 1 or consumers[0].has_capacity:
+                self._dispatch_pending()
         if (
             self.paged_out
             and self.consumers

@@ -433,9 +433,11 @@ class RegionBroker:
     def deliver(self, consumer: Consumer, entry: Entry) -> None:
         """Called by containers: hand ``entry`` to ``consumer`` and ledger it."""
         state = self.connections[consumer.connection_id]
-        ack_id = state.new_ack_id()
+        state.next_ack += 1
+        ack_id = str(state.next_ack)
         consumer.record_delivery(ack_id, entry)
-        state.ack_owners[ack_id] = consumer
+        if consumer.ack_mode is not AckMode.AUTO:
+            state.ack_owners[ack_id] = consumer
         state.messages_delivered += 1
         after_commit = entry.stored
         if after_commit and not entry.marked_delivered:

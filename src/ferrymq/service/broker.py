@@ -106,7 +106,8 @@ class BrokerService:
         self.started = False
         self.started_at = 0.0
         self._connection_ids = itertools.count(1)
-        self._auto_acks: list[Delivery] = []
+        self.auto_acks: list[Delivery] = []
+        """Auto-ack deliveries written to their sockets, acknowledged in one batch by ``process``."""
         self._flow_waiters: list[StompConnection] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._processing = False
@@ -204,9 +205,6 @@ class BrokerService:
         if connection not in self._flow_waiters:
             self._flow_waiters.append(connection)
 
-    def auto_written(self, deliveries: list[Delivery]) -> None:
-        self._auto_acks.extend(deliveries)
-
     def tick_clock(self) -> None:
         self.region.now = int(time.time() * 1000)
 
@@ -222,8 +220,8 @@ class BrokerService:
             while True:
                 effects = region.drain()
                 if not effects:
-                    if self._auto_acks:
-                        acks, self._auto_acks = self._auto_acks, []
+                    if self.auto_acks:
+                        acks, self.auto_acks = self.auto_acks, []
                         region.acknowledge_written(acks)
                         continue
                     if self._flow_waiters and not self._usage_full():

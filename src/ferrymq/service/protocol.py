@@ -143,7 +143,7 @@ class StompConnection:
     def writing_resumed(self) -> None:
         if self._held_auto:
             held, self._held_auto = self._held_auto, []
-            self.service.auto_written(held)
+            self.service.auto_acks.extend(held)
             self.service.process()
 
     # -- events -------------------------------------------------------------------------------
@@ -330,6 +330,7 @@ class StompConnection:
             no_local=headers.get(h.ACTIVEMQ_NO_LOCAL, "").lower() == "true",
             browser=browser,
             durable_name=durable_name,
+            acks_by_message_id=self.version != h.V1_2,
         )
         consumer.extra = {k: v for k, v in headers.items() if k.startswith("activemq.")}
         self._sub_has_id[subscription_id] = event.id is not None
@@ -510,7 +511,7 @@ class StompConnection:
             if transport.write_paused:
                 self._held_auto.append(auto)
             else:
-                self.service.auto_written([auto])
+                self.service.auto_acks.append(auto)
 
     def _drop_queued_messages(self) -> None:
         """MESSAGE frames not yet written will not be: their deliveries were released."""
