@@ -206,10 +206,9 @@ class MessageContainer:
 
     def dispatch(self) -> None:
         consumers = self.consumers
-        if consumers and self.pending:
-            # A lone consumer with a full prefetch window is the usual state of a backlog.
-            if len(consumers) > 1 or consumers[0].has_capacity:
-                self._dispatch_pending()
+        # A lone consumer with a full prefetch window is the usual state of a backlog.
+        if consumers and self.pending and (len(consumers) > 1 or consumers[0].has_capacity):
+            self._dispatch_pending()
         if (
             self.paged_out
             and self.consumers

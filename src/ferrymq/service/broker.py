@@ -107,7 +107,7 @@ class BrokerService:
         self.started_at = 0.0
         self._connection_ids = itertools.count(1)
         self.auto_acks: list[Delivery] = []
-        """Auto-ack deliveries written to their sockets, acknowledged in one batch by ``process``."""
+        """Auto-ack deliveries written to their sockets, acknowledged in one batch."""
         self._flow_waiters: list[StompConnection] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._processing = False
