@@ -44,7 +44,7 @@ def test_a_bare_broker_with_defaults() -> None:
     assert config.transport_connectors == ()
     assert config.admin == AdminConfig(True, "127.0.0.1", 8161)
     assert config.duplicate_window == 65536
-    assert config.system_usage.memory_limit == 128 << 20
+    assert config.system_usage.memory_limit == 512 << 20
     assert config.system_usage.store_limit == 100 << 30
 
 

@@ -134,3 +134,28 @@ def test_send_fail_if_no_space_answers_an_error_and_keeps_the_connection(
             listener.wait_receipt("still-open")
         finally:
             clients.close_all()
+
+
+def test_send_fail_after_timeout_refuses_a_blocked_send(tmp_path: Path) -> None:
+    xml = _usage("64 mb", "50 kb").replace(
+        'sendFailIfNoSpace="false"', 'sendFailIfNoSpaceAfterTimeout="300"'
+    )
+    with BrokerThread(broker_config(tmp_path / "data", xml=xml)) as thread:
+        clients = Clients(thread)
+        try:
+            producer, listener = clients.connect()
+            for i in range(10):
+                producer.send(
+                    "/queue/waiting",
+                    "z" * 10_000,
+                    headers={"persistent": "true", "receipt": f"r{i}"},
+                )
+            assert listener.wait_for(lambda: bool(listener.errors))
+            started = time.monotonic()
+            assert listener.wait_for(lambda: len(listener.errors) >= 2, timeout=10)
+            # Each blocked SEND waits its 300 ms before it is refused.
+            assert time.monotonic() - started >= 0.25
+            assert "sendFailIfNoSpaceAfterTimeout" in listener.errors[0].headers["message"]
+            assert producer.is_connected()
+        finally:
+            clients.close_all()

@@ -137,9 +137,10 @@ class ServicesConfig:
 class SystemUsageConfig:
     """`<systemUsage>`: memory, store and temporary-store limits, and what a full broker does."""
 
-    memory_limit: int = 128 << 20
-    """`<memoryUsage limit>` in bytes. Default FerryMQ 128 MiB: a Python broker has no JVM heap
-    to take a share of (ActiveMQ's sample file uses 70% of the heap)."""
+    memory_limit: int = 512 << 20
+    """`<memoryUsage limit>` in bytes. Default FerryMQ 512 MiB: a Python broker has no JVM heap
+    to take a share of; ActiveMQ's packaged file gives 70% of its 1 GiB heap, about 700 MiB,
+    and FerryMQ's figure counts its own message objects (see core/message.py)."""
     memory_percent_of_ram: int | None = None
     """`<memoryUsage percentOfJvmHeap>`: FerryMQ has no JVM heap, so this is read as a percent of
     physical RAM and replaces memory_limit (see `effective_memory_limit`)."""

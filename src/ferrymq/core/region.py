@@ -88,14 +88,27 @@ class RegionBroker:
         self.subscriptions = SubscriptionRegistry(self)
         self._wildcard_queue_consumers: list[Consumer] = []
         self._page_ins_requested: set[str] = set()
+        self._dirty: dict[int, MessageContainer] = {}
         self._next_expiry_sweep = 0
 
     # -- plumbing -----------------------------------------------------------------------------
 
     def drain(self) -> Effects:
+        """Everything decided since the last drain.  Containers that gained room (acks) are
+        dispatched here, once per batch instead of once per ACK frame."""
+        while self._dirty:
+            containers = list(self._dirty.values())
+            self._dirty.clear()
+            for container in containers:
+                container.dispatch()
         effects = self.effects
         self.effects = Effects()
         return effects
+
+    def _dispatch_later(self, containers: Iterable[MessageContainer]) -> None:
+        dirty = self._dirty
+        for container in containers:
+            dirty[id(container)] = container
 
     def next_seq(self) -> int:
         self.seq += 1
@@ -495,8 +508,7 @@ class RegionBroker:
                 consumer.take_through(ack_id) if cumulative else [(ack_id, consumer.take(ack_id))]
             )
             self._apply(state, consumer, taken, nack)
-        for container in list(consumer.containers):
-            container.dispatch()
+        self._dispatch_later(consumer.containers)
 
     def _apply(
         self,
@@ -521,24 +533,16 @@ class RegionBroker:
 
     def acknowledge_written(self, deliveries: Iterable[Delivery]) -> None:
         """Auto-ack: the service wrote these MESSAGE frames, so they count as consumed."""
-        touched: set[int] = set()
-        containers: list[MessageContainer] = []
+        connections = self.connections
         for delivery in deliveries:
             consumer = delivery.consumer
             if consumer.entry(delivery.ack_id) is None:
                 continue  # unsubscribed meanwhile: already released
-            state = self.connections.get(consumer.connection_id)
-            if state is None:
+            if consumer.connection_id not in connections:
                 continue
             entry = consumer.take(delivery.ack_id)
-            state.ack_owners.pop(delivery.ack_id, None)
             entry.container.acknowledge(entry)
-            for container in consumer.containers:
-                if id(container) not in touched:
-                    touched.add(id(container))
-                    containers.append(container)
-        for container in containers:
-            container.dispatch()
+            self._dispatch_later(consumer.containers)
 
     # -- transactions -------------------------------------------------------------------------
 
@@ -560,7 +564,6 @@ class RegionBroker:
         del state.transactions[transaction_id]
         for message, targets in tx.sends:
             self._route(message, targets)
-        touched: list[Consumer] = []
         for acked in tx.acks:
             consumer = acked.consumer
             taken: list[tuple[str, Entry]] = []
@@ -568,10 +571,7 @@ class RegionBroker:
                 if consumer.entry(ack_id) is not None:
                     taken.append((ack_id, consumer.take(ack_id)))
             self._apply(state, consumer, taken, acked.nack)
-            touched.append(consumer)
-        for consumer in touched:
-            for container in list(consumer.containers):
-                container.dispatch()
+            self._dispatch_later(consumer.containers)
 
     def abort(self, connection_id: str, transaction_id: str) -> None:
         state = self._connection(connection_id)

@@ -16,7 +16,7 @@ CURSOR_HIGH_WATER_PERCENT = 70
 
 @dataclass(frozen=True, slots=True)
 class UsageLimits:
-    memory_bytes: int = 128 * 1024 * 1024
+    memory_bytes: int = 512 * 1024 * 1024
     store_bytes: int = 100 * 1024**3
     temp_bytes: int = 50 * 1024**3
 

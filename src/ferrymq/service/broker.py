@@ -56,6 +56,10 @@ def _copy_outcome(source: asyncio.Future[None], target: asyncio.Future[None]) ->
         target.set_result(None)
 
 
+def _physical_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def generate_broker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000):x}"
 
@@ -89,7 +93,7 @@ class BrokerService:
             incarnation=self.incarnation,
             policies=PolicyResolver(config),
             usage_limits=UsageLimits(
-                memory_bytes=usage.memory_limit,
+                memory_bytes=usage.effective_memory_limit(_physical_memory()),
                 store_bytes=usage.store_limit,
                 temp_bytes=usage.temp_limit,
             ),
@@ -99,6 +103,7 @@ class BrokerService:
         self.store = store if store is not None else create_store(config)
         self.server_name = f"FerryMQ/{__version__}"
         self.send_fail_if_no_space = usage.send_fail_if_no_space
+        self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
         self.listeners: list[TcpListener] = []
         self.connections: dict[str, StompConnection] = {}
         self.last_commit: asyncio.Future[None] | None = None
@@ -204,6 +209,10 @@ class BrokerService:
         """A producer is blocked by flow control; ``process`` resumes it when space frees."""
         if connection not in self._flow_waiters:
             self._flow_waiters.append(connection)
+
+    def stop_waiting(self, connection: StompConnection) -> None:
+        if connection in self._flow_waiters:
+            self._flow_waiters.remove(connection)
 
     def tick_clock(self) -> None:
         self.region.now = int(time.time() * 1000)

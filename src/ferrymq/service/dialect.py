@@ -167,9 +167,8 @@ def format_destination(destination: Destination, names: TemporaryNames | None = 
     )
 
 
-def _int_header(headers: Mapping[str, str], name: str, default: int) -> int:
-    value = headers.get(name)
-    if value is None or value == "":
+def _int_value(name: str, value: str, default: int) -> int:
+    if value == "":
         return default
     try:
         return int(value.strip())
@@ -185,30 +184,49 @@ def message_from_send(
     now_ms: int,
     names: TemporaryNames | None = None,
 ) -> Message:
-    priority = _int_header(headers, h.PRIORITY, 4)
-    if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
-        raise BrokerError(f"header priority must be 0-9, got {priority}")
-    expires = _int_header(headers, h.EXPIRES, 0)
-    timestamp = _int_header(headers, h.TIMESTAMP, 0) or now_ms
-    properties = {k: v for k, v in headers.items() if k not in _FRAME_ONLY}
+    properties: dict[str, str] = {}
+    priority = 4
+    expires = 0
+    timestamp = 0
+    persistent = False
+    path: str | None = None
+    producer_message_id: str | None = None
+    # One pass over the headers: this runs for every message a producer sends.
+    for name, value in headers.items():
+        if name not in _FRAME_ONLY:
+            properties[name] = value
+        elif name == h.PERSISTENT:
+            persistent = value.strip().lower() == "true"
+        elif name == h.PRIORITY:
+            priority = _int_value(name, value, 4)
+            if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
+                raise BrokerError(f"header priority must be 0-9, got {priority}")
+        elif name == h.EXPIRES:
+            expires = max(_int_value(name, value, 0), 0)
+        elif name == h.TIMESTAMP:
+            timestamp = _int_value(name, value, 0)
+        elif name == BROKER_PATH:
+            path = value
+        elif name == h.FERRYMQ_PRODUCER_MESSAGE_ID:
+            producer_message_id = value or None
     reply_to = properties.get(h.REPLY_TO)
     if reply_to is not None and reply_to.startswith((TEMP_QUEUE_PREFIX, TEMP_TOPIC_PREFIX)):
         # Another connection cannot reach this connection's name for it; publish the
         # broker-wide one (ActiveMQ does the same).
         (target,), _ = parse_destinations(reply_to, names)
         properties[h.REPLY_TO] = format_destination(target)
-    path = headers.get(BROKER_PATH)
     return Message(
-        message_id=message_id,
-        destination=destinations[0],
-        body=body,
-        properties=properties,
-        persistent=headers.get(h.PERSISTENT, "").strip().lower() == "true",
-        priority=priority,
-        expires=max(expires, 0),
-        timestamp=timestamp,
-        broker_path=tuple(p for p in path.split(",") if p) if path else (),
-        producer_message_id=headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or None,
+        message_id,
+        destinations[0],
+        body,
+        properties,
+        persistent,
+        priority,
+        expires,
+        timestamp or now_ms,
+        0,
+        tuple(p for p in path.split(",") if p) if path else (),
+        producer_message_id,
     )
 
 

@@ -93,9 +93,12 @@ class StompConnection:
         self._sub_has_id: dict[str, bool] = {}
         self._sub_blocks: dict[str, bytes] = {}
         self._browsers: set[str] = set()
+        self._stall_timer: asyncio.TimerHandle | None = None
 
-    def is_closed(self) -> bool:
-        return self.closed
+    def has_ended(self) -> bool:
+        """No more frames are handled (a method, so the type checker does not assume it
+        unchanged across calls that can end the session)."""
+        return self._ended
 
     # -- transport callbacks ------------------------------------------------------------------
 
@@ -115,7 +118,7 @@ class StompConnection:
             except RemoteProtocolError as exc:
                 # Frames decoded before the fault come first (STOMP keeps frame order).
                 self._accept(cast(list[ServerEvent], list(exc.events)))
-                if self.is_closed():
+                if self.has_ended():
                     return
                 self.service.process()
                 self._fail(exc.message, exc.receipt_id, fatal=exc.fatal)
@@ -156,10 +159,7 @@ class StompConnection:
                 break
             try:
                 if self._handle(event):
-                    self._stalled = list(events[index:])
-                    if self.transport is not None:
-                        self.transport.pause_reading()
-                    service.wait_for_space(self)
+                    self._stall(list(events[index:]))
                     break
             except BrokerError as exc:
                 service.process()
@@ -168,8 +168,38 @@ class StompConnection:
                     return
         service.process()
 
+    def _stall(self, events: list[ServerEvent]) -> None:
+        """Producer flow control: stop reading until the broker has room for this SEND."""
+        self._stalled = events
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self.service.wait_for_space(self)
+        timeout_ms = self.service.send_fail_after_ms
+        if timeout_ms is not None:
+            self._stall_timer = asyncio.get_running_loop().call_later(
+                timeout_ms / 1000, self._stall_timed_out
+            )
+
+    def _stall_timed_out(self) -> None:
+        """``sendFailIfNoSpaceAfterTimeout``: the blocked SEND fails, the rest carries on."""
+        self._stall_timer = None
+        if not self._stalled or self._ended:
+            return
+        blocked = self._stalled.pop(0)
+        self.service.stop_waiting(self)
+        self._fail(
+            "Usage Manager is still full after sendFailIfNoSpaceAfterTimeout; the message was "
+            "not accepted",
+            getattr(blocked, "receipt", None),
+            fatal=False,
+        )
+        self.resume()
+
     def resume(self) -> None:
         """Flow control lifted: handle the frames that were waiting, then read again."""
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
         events, self._stalled = self._stalled, []
         if self.transport is not None:
             self.transport.resume_reading()
@@ -576,6 +606,8 @@ class StompConnection:
             self._connect_timer.cancel()
         self._held_auto.clear()
         self._stalled.clear()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
         self.service.unregister(self)
         self.region.remove_connection(self.connection_id)
         self._drop_queued_messages()
