@@ -20,6 +20,9 @@ from ferrymq.core.destination import Destination, DestinationError, DestinationT
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import MAX_PRIORITY, MIN_PRIORITY, Message, MessageId
 from ferrymq.stomp import constants as h
+from ferrymq.stomp.encoder import header_block
+from ferrymq.stomp.errors import LocalProtocolError
+from ferrymq.stomp.escaping import escape
 
 QUEUE_PREFIX = "/queue/"
 TOPIC_PREFIX = "/topic/"
@@ -238,6 +241,58 @@ def renders_alike_for_all(message: Message) -> bool:
     return reply_to is None or not reply_to.startswith(
         (REMOTE_TEMP_QUEUE_PREFIX, REMOTE_TEMP_TOPIC_PREFIX)
     )
+
+
+_ESCAPED_DESTINATIONS: dict[tuple[Destination, str], str] = {}
+
+
+def standard_block(message: Message, version: str) -> bytes | None:
+    """The delivery-independent MESSAGE headers, rendered directly for the common case (STOMP
+    1.1/1.2, no temporary destination, no original destination); None means "use
+    ``message_headers``".  Equivalent to ``header_block(message_headers(...))``, in fewer steps:
+    this runs for every message delivered from a queue."""
+    if version == h.V1_0 or message.original_destination is not None:
+        return None
+    destination = message.destination
+    if destination.is_temporary:
+        return None
+    key = (destination, version)
+    name = _ESCAPED_DESTINATIONS.get(key)
+    if name is None:
+        if len(_ESCAPED_DESTINATIONS) >= _PARSED_LIMIT:
+            _ESCAPED_DESTINATIONS.clear()
+        name = _ESCAPED_DESTINATIONS[key] = escape(format_destination(destination), version)
+    message_id: str = message.message_id
+    if ":" in message_id or "\\" in message_id or "\n" in message_id or "\r" in message_id:
+        if version == h.V1_1 and "\r" in message_id:
+            return None
+        message_id = escape(message_id, version)
+    head = (
+        f"\n{h.DESTINATION}:{name}\n{h.MESSAGE_ID}:{message_id}\n{h.EXPIRES}:{message.expires}"
+        f"\n{h.PRIORITY}:{message.priority}\n{h.TIMESTAMP}:{message.timestamp}"
+    )
+    if message.persistent:
+        head += "\npersistent:true"
+    block = head.encode()
+    extra: list[tuple[str, str]] = []
+    if message.broker_path:
+        extra.append((BROKER_PATH, ",".join(message.broker_path)))
+    if message.producer_message_id is not None:
+        extra.append((h.FERRYMQ_PRODUCER_MESSAGE_ID, message.producer_message_id))
+    properties = message.properties
+    if properties:
+        reply_to = properties.get(h.REPLY_TO)
+        if reply_to is not None and reply_to.startswith(
+            (REMOTE_TEMP_QUEUE_PREFIX, REMOTE_TEMP_TOPIC_PREFIX)
+        ):
+            return None
+        extra.extend(properties.items())
+    if extra:
+        try:
+            block += header_block(extra, version)
+        except LocalProtocolError:
+            return None
+    return block
 
 
 def message_headers(message: Message, names: TemporaryNames | None = None) -> dict[str, str]:

@@ -433,7 +433,11 @@ class StompConnection:
         if wire is not None and wire[0] == version:
             static = wire[1]
         else:
-            static = self._block(dialect.message_headers(message, self.names).items())
+            fast = dialect.standard_block(message, version)
+            if fast is not None:
+                static = fast
+            else:
+                static = self._block(dialect.message_headers(message, self.names).items())
             if dialect.renders_alike_for_all(message):
                 message.wire = (version, static)
         sub_block = self._sub_blocks.get(consumer.subscription_id)
