@@ -13,10 +13,13 @@ from ferrymq.service import dialect
 from ferrymq.stomp.encoder import header_block
 from ferrymq.stomp.errors import LocalProtocolError
 
-names = st.text(
-    st.characters(categories=["L", "M", "N", "P", "S", "Z", "Cc"], blacklist_characters="\x00"), min_size=1
-).filter(lambda s: s.strip() and s.strip() == s and "," not in s and not s.startswith("/"))
-values = st.text(st.characters(categories=["L", "M", "N", "P", "S", "Z", "Cc"], blacklist_characters="\x00"))
+CHARACTERS = st.characters(
+    categories=["L", "M", "N", "P", "S", "Z", "Cc"], blacklist_characters="\x00"
+)
+names = st.text(CHARACTERS, min_size=1).filter(
+    lambda s: s.strip() and s.strip() == s and "," not in s and not s.startswith("/")
+)
+values = st.text(CHARACTERS)
 
 
 @given(
