@@ -32,6 +32,7 @@ from ferrymq.stomp.limits import Limits
 from ferrymq.store.base import MessageStore, StoreError
 from ferrymq.store.memory import MemoryStore
 from ferrymq.store.sqlite import SqliteStore
+from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.tcp import TcpListener
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,8 @@ class BrokerService:
         self.started = False
         self.started_at = 0.0
         self._connection_ids = itertools.count(1)
+        self.unflushed: set[TransportConnection] = set()
+        """Sockets written to during this ``process`` pass, flushed at its end."""
         self.auto_acks: list[Delivery] = []
         """Auto-ack deliveries written to their sockets, acknowledged in one batch."""
         self._flow_waiters: list[StompConnection] = []
@@ -253,6 +256,11 @@ class BrokerService:
                         connection.close(close.reason)
                 for page_in in effects.page_ins:
                     self.spawn(self._page_in(page_in))
+            # Everything this batch wrote leaves now, one write per socket, rather than a loop
+            # turn later: the latency of a lone message is one pass through here.
+            unflushed, self.unflushed = self.unflushed, set()
+            for transport in unflushed:
+                transport.flush()
         finally:
             self._processing = False
 

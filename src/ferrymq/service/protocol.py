@@ -541,6 +541,7 @@ class StompConnection:
         if transport is None or self.closed:
             return
         transport.write(data)
+        self.service.unflushed.add(transport)
         if auto is not None:
             if transport.write_paused:
                 self._held_auto.append(auto)
