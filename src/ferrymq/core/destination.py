@@ -44,6 +44,7 @@ class Destination:
     is_temporary: bool = field(init=False, repr=False, compare=False)
     is_wildcard: bool = field(init=False, repr=False, compare=False)
     is_advisory: bool = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -62,6 +63,11 @@ class Destination:
             "is_advisory",
             kind is DestinationType.TOPIC and self.name.startswith("ActiveMQ.Advisory."),
         )
+        # Destinations are dict keys on every routing step; an Enum hashes slowly.
+        _set(self, "_hash", hash((kind.value, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def queue(cls, name: str) -> Destination:
