@@ -78,3 +78,28 @@ async def test_connection_without_connect_is_closed_after_the_timeout(
         reader, writer = await asyncio.open_connection("127.0.0.1", broker.stomp_ports[0])
         assert await asyncio.wait_for(reader.read(), 5) == b""
         writer.close()
+
+
+async def test_cluster_list_only_for_clients_that_ask(tmp_path: Path) -> None:
+    """FerryMQ's dynamic-failover extension: updateClusterClients on the connector, and a
+    CONNECT header from the client; a standard client gets nothing extra."""
+    xml = """
+<broker xmlns="http://activemq.apache.org/schema/core">
+  <transportConnectors>
+    <transportConnector name="stomp" uri="stomp://127.0.0.1:0" updateClusterClients="true"/>
+  </transportConnectors>
+</broker>"""
+    connectors = parse_config(xml, "cluster.xml").transport_connectors
+    config = replace(broker_config(tmp_path / "data"), transport_connectors=connectors)
+    async with running_broker(config) as broker:
+        port = broker.stomp_ports[0]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"CONNECT\naccept-version:1.2\nhost:x\nferrymq.cluster-updates:true\n\n\x00")
+        asked = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+        assert f"ferrymq.cluster-brokers:tcp://127.0.0.1:{port}\n".encode() in asked
+        writer.close()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(CONNECT)
+        plain = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+        assert b"ferrymq." not in plain
+        writer.close()

@@ -27,8 +27,9 @@ PENDING: Mapping[str, str] = MappingProxyType(
         "network-connector": "network connectors are not supported yet",
         "listener-discovery": "advertising a listener through discoveryUri is not supported yet",
         "cluster-clients": (
-            "updating failover clients (updateClusterClients, rebalanceClusterClients) is not "
-            "supported yet"
+            "updateClusterClients gives FerryMQ failover clients this broker's address only: "
+            "peers join the list with network connectors, and rebalanceClusterClients, "
+            "updateClusterClientsOnRemove and updateClusterFilter are not supported yet"
         ),
         "listener-ssl": "TLS listeners are not supported yet",
         "listener-vm": "in-process vm:// listeners are not supported yet",

@@ -57,6 +57,15 @@ def _copy_outcome(source: asyncio.Future[None], target: asyncio.Future[None]) ->
         target.set_result(None)
 
 
+def published_url(listener: TcpListener) -> str:
+    """The URL clients should use for a listener: its address, or the host name when it is
+    bound to every interface (ActiveMQ's default publishedAddressPolicy)."""
+    host = listener.host
+    if host in ("0.0.0.0", "::", ""):
+        host = socket.gethostname()
+    return f"tcp://{host}:{listener.port}"
+
+
 def _physical_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
@@ -160,10 +169,22 @@ class BrokerService:
             )
         limits = _to_limits(connector.stomp)
         grace = max(connector.stomp.hb_grace_period_multiplier, 1.5)
+
+        def cluster() -> list[str]:
+            # The brokers a failover client may use (seed 000 §2.1.2): this listener now;
+            # the peers of a network of brokers join the list with network connectors.
+            return [published_url(listener)]
+
         listener = TcpListener(
             connector.host or "0.0.0.0",
             connector.port,
-            lambda: StompConnection(self, connector.display_name, limits=limits, grace=grace),
+            lambda: StompConnection(
+                self,
+                connector.display_name,
+                limits=limits,
+                grace=grace,
+                cluster=cluster if connector.update_cluster_clients else None,
+            ),
             maximum_connections=connector.maximum_connections,
             name=connector.display_name,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from ferrymq.core.consumer import (
@@ -67,7 +67,13 @@ _OutboxItem = tuple["asyncio.Future[None] | None", bytes, "Delivery | None", boo
 
 class StompConnection:
     def __init__(
-        self, service: BrokerService, connector: str, *, limits: Limits, grace: float
+        self,
+        service: BrokerService,
+        connector: str,
+        *,
+        limits: Limits,
+        grace: float,
+        cluster: Callable[[], list[str]] | None = None,
     ) -> None:
         self.service = service
         self.region = service.region
@@ -75,6 +81,8 @@ class StompConnection:
         self.connection_id = service.new_connection_id()
         self.session = ServerSession(limits=limits)
         self._grace = grace
+        self._cluster = cluster
+        """The connector's updateClusterClients: the broker list for clients that ask."""
         self.names = dialect.TemporaryNames(self.connection_id)
         self.transport: TransportConnection | None = None
         self.connected = False
@@ -271,11 +279,15 @@ class StompConnection:
                 send_keepalive=self._send_keepalive,
             )
             self._monitor.start()
+        extra: dict[str, str] = {}
+        if self._cluster is not None and event.headers.get(h.FERRYMQ_CLUSTER_UPDATES) == "true":
+            extra[h.FERRYMQ_CLUSTER_BROKERS] = ",".join(self._cluster())
         self._write(
             self.session.connected(
                 session=self.connection_id,
                 server=self.service.server_name,
                 heart_beat=(client_wants, client_sends),
+                headers=extra,
             )
         )
 

@@ -102,3 +102,13 @@ ACTIVEMQ_RETROACTIVE: Final = "activemq.retroactive"
 
 # FerryMQ's own headers carry the ``ferrymq.`` prefix (DESIGN.md "Decisions already made").
 FERRYMQ_PRODUCER_MESSAGE_ID: Final = "ferrymq.producer-message-id"
+
+# FerryMQ's dynamic-failover extension (seed 000 §2.1.2 over STOMP). A client that wants the
+# broker's cluster list sends FERRYMQ_CLUSTER_UPDATES:true on CONNECT; the broker answers with
+# FERRYMQ_CLUSTER_BROKERS on CONNECTED and later sends MESSAGE frames on the reserved
+# subscription id CLUSTER_UPDATES_SUBSCRIPTION. A client that did not ask never gets them.
+FERRYMQ_CLUSTER_UPDATES: Final = "ferrymq.cluster-updates"
+FERRYMQ_CLUSTER_BROKERS: Final = "ferrymq.cluster-brokers"
+FERRYMQ_REBALANCE: Final = "ferrymq.rebalance"
+FERRYMQ_RECONNECT_TO: Final = "ferrymq.reconnect-to"
+CLUSTER_UPDATES_SUBSCRIPTION: Final = "ferrymq.cluster-updates"
