@@ -32,6 +32,7 @@ class Harness:
         policy: DestinationPolicy | None = None,
         usage: UsageLimits | None = None,
         advisories: bool = True,
+        scheduler: bool = False,
     ) -> None:
         lookup: PolicyLookup = (lambda d: policy) if policy is not None else default_policy_lookup
         self.region = RegionBroker(
@@ -40,6 +41,7 @@ class Harness:
             policies=lookup,
             usage_limits=usage,
             advisory_support=advisories,
+            scheduler_support=scheduler,
         )
         self.region.now = 1_000_000
         self.deliveries: list[Delivery] = []

@@ -40,7 +40,10 @@ PENDING: Mapping[str, str] = MappingProxyType(
         "redelivery-plugin": (
             "redelivery delays are not applied yet (maximumRedeliveries is honoured)"
         ),
-        "scheduler": "scheduled delivery (schedulerSupport) is not supported yet",
+        "scheduler-directory": (
+            "schedulerDirectory is ignored: scheduled messages live in the message store, so "
+            "a master/slave group shares them"
+        ),
         "network-bridge-filter": "conditionalNetworkBridgeFilterFactory is not supported yet",
         "jmx": "JMX is not supported; FerryMQ's admin API serves the same information",
         "kahadb-journal": "ignored: SQLite in WAL mode keeps its own journal and indexes",
@@ -98,8 +101,8 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     yield from _store_uses(config)
     if config.redelivery_policies is not None:
         yield "redelivery-plugin", config.redelivery_policies.location, "<redeliveryPlugin>"
-    if config.scheduler_support:
-        yield "scheduler", config.location, broker
+    if config.scheduler_directory is not None:
+        yield "scheduler-directory", config.location, broker
     for entry in config.destination_policy.entries:
         if entry.network_bridge_filter is not None:
             pattern = (

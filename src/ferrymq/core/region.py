@@ -22,6 +22,7 @@ from ferrymq.core.entry import Entry
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message, MessageId
 from ferrymq.core.policy import PolicyLookup, default_policy_lookup
+from ferrymq.core.scheduler import Scheduler, check_schedule, wants_scheduling
 from ferrymq.core.subscriptions import SubscriptionRegistry
 from ferrymq.core.topic import Topic, TopicSubscription
 from ferrymq.core.transaction import TransactedAck, Transaction
@@ -69,6 +70,7 @@ class RegionBroker:
         usage_limits: UsageLimits | None = None,
         duplicate_window: int = DEFAULT_WINDOW,
         advisory_support: bool = True,
+        scheduler_support: bool = False,
     ) -> None:
         self.broker_id = broker_id
         self.broker_name = broker_name
@@ -86,6 +88,7 @@ class RegionBroker:
         self.queues: dict[Destination, MessageContainer] = {}
         self.topics: dict[Destination, Topic] = {}
         self.subscriptions = SubscriptionRegistry(self)
+        self.scheduler: Scheduler | None = Scheduler(self) if scheduler_support else None
         self._wildcard_queue_consumers: list[Consumer] = []
         self._page_ins_requested: set[str] = set()
         self._dirty: dict[int, MessageContainer] = {}
@@ -322,6 +325,8 @@ class RegionBroker:
                 raise BrokerError(f"Cannot publish to a deleted Destination: {destination}")
         message.origin_connection = connection_id
         state.messages_sent += 1
+        if self.scheduler is not None and wants_scheduling(message):
+            check_schedule(message)  # refuse bad scheduling headers now, not at commit
         if transaction is not None:
             self._transaction(state, transaction).sends.append((message, targets))
             return True
@@ -339,6 +344,17 @@ class RegionBroker:
             if self.dedup.is_duplicate(producer_message_id):
                 return False
             self.dedup.record(producer_message_id)
+        if self.scheduler is not None and wants_scheduling(message):
+            self.scheduler.schedule(message, tuple(targets))
+            return True
+        self._deliver_to(message, targets)
+        return True
+
+    def deliver_scheduled(self, message: Message, targets: Sequence[Destination]) -> None:
+        """The scheduler's delivery of a job that came due."""
+        self._deliver_to(message, targets)
+
+    def _deliver_to(self, message: Message, targets: Sequence[Destination]) -> None:
         seq = self.next_seq()
         for target in targets:
             for destination in self._targets(target):
@@ -348,7 +364,6 @@ class RegionBroker:
                     else message.copy(destination=destination)
                 )
                 self._enqueue(copy, seq)
-        return True
 
     def _enqueue(self, message: Message, seq: int) -> None:
         destination = message.destination
@@ -620,7 +635,9 @@ class RegionBroker:
         self._advise(advisory.expired_topic(container.destination), lambda: b"")
 
     def tick(self) -> None:
-        """Periodic work: sweep expired messages out of waiting lists."""
+        """Periodic work: deliver scheduled messages that came due, sweep expired ones."""
+        if self.scheduler is not None:
+            self.scheduler.fire_due()
         if self.now < self._next_expiry_sweep:
             return
         period = 30000

@@ -25,6 +25,7 @@ from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.effects import Delivery, PageIn
 from ferrymq.core.region import RegionBroker, decode_all
+from ferrymq.core.scheduler import SCHEDULED_CONTAINER
 from ferrymq.core.usage import UsageLimits
 from ferrymq.service.policies import PolicyResolver
 from ferrymq.service.protocol import StompConnection
@@ -109,6 +110,7 @@ class BrokerService:
             ),
             duplicate_window=config.duplicate_window,
             advisory_support=config.advisory_support,
+            scheduler_support=config.scheduler_support,
         )
         self.store = store if store is not None else create_store(config)
         self.server_name = f"FerryMQ/{__version__}"
@@ -129,6 +131,8 @@ class BrokerService:
         self._tasks: set[asyncio.Task[None]] = set()
         self._processing = False
         self._tick_handle: asyncio.TimerHandle | None = None
+        self._scheduler_handle: asyncio.TimerHandle | None = None
+        self._scheduler_due: int | None = None
         self._store_failed: BaseException | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -140,6 +144,8 @@ class BrokerService:
             raise BrokerStartError(str(exc)) from exc
         self.tick_clock()
         self.region.recover(recovery)
+        if self.region.scheduler is not None and SCHEDULED_CONTAINER in recovery.containers:
+            await self._restore_scheduled()
         self.process()
         try:
             for connector in self.config.transport_connectors:
@@ -159,6 +165,18 @@ class BrokerService:
             self.broker_id,
             len(recovery.containers),
         )
+
+    async def _restore_scheduled(self) -> None:
+        """Scheduled jobs are all held in memory: read them back, page by page."""
+        scheduler = self.region.scheduler
+        assert scheduler is not None
+        cursor = 0
+        while True:
+            records = await self.store.load(SCHEDULED_CONTAINER, cursor, BROWSE_PAGE)
+            scheduler.restore(records)
+            if len(records) < BROWSE_PAGE:
+                return
+            cursor = records[-1].seq + 1
 
     async def _start_listener(self, connector: TransportConnectorConfig) -> None:
         scheme = connector.scheme
@@ -194,9 +212,10 @@ class BrokerService:
 
     async def stop(self) -> None:
         self.started = False
-        if self._tick_handle is not None:
-            self._tick_handle.cancel()
-            self._tick_handle = None
+        for handle in (self._tick_handle, self._scheduler_handle):
+            if handle is not None:
+                handle.cancel()
+        self._tick_handle = self._scheduler_handle = None
         for listener in reversed(self.listeners):
             await listener.stop()
         self.listeners.clear()
@@ -282,8 +301,34 @@ class BrokerService:
             unflushed, self.unflushed = self.unflushed, set()
             for transport in unflushed:
                 transport.flush()
+            if self.region.scheduler is not None:
+                self._arm_scheduler()
         finally:
             self._processing = False
+
+    def _arm_scheduler(self) -> None:
+        """Wake up when the next scheduled message is due (the 1 s tick is too coarse)."""
+        scheduler = self.region.scheduler
+        assert scheduler is not None
+        due = scheduler.next_due()
+        if due is None or (self._scheduler_due is not None and self._scheduler_due <= due):
+            return
+        if self._scheduler_handle is not None:
+            self._scheduler_handle.cancel()
+        self._scheduler_due = due
+        delay_s = max(0.0, (due - int(time.time() * 1000)) / 1000)
+        self._scheduler_handle = asyncio.get_running_loop().call_later(
+            delay_s, self._scheduler_fired
+        )
+
+    def _scheduler_fired(self) -> None:
+        self._scheduler_handle = None
+        self._scheduler_due = None
+        self.tick_clock()
+        scheduler = self.region.scheduler
+        if scheduler is not None:
+            scheduler.fire_due()
+        self.process()
 
     def _usage_full(self) -> bool:
         usage = self.region.usage
