@@ -352,12 +352,12 @@ def test_pending_features_name_file_line_and_element() -> None:
         'uri="masterslave:(tcp://a:1,tcp://b:1)"/>\n</networkConnectors>\n'
         '<transportConnectors>\n<transportConnector uri="ssl://0.0.0.0:61617"/>\n'
         "</transportConnectors>",
-        'schedulerSupport="true"',
+        'schedulerSupport="true" schedulerDirectory="/var/scheduler"',
     )
     lines = pending_features(parse_config(text, "activemq.xml"))
     assert lines == [
-        'activemq.xml:1: <broker brokerName="localhost">: scheduled delivery (schedulerSupport) '
-        "is not supported yet",
+        'activemq.xml:1: <broker brokerName="localhost">: schedulerDirectory is ignored: '
+        "scheduled messages live in the message store, so a master/slave group shares them",
         'activemq.xml:3: <networkConnector name="linkToCluster">: network connectors are not '
         "supported yet",
         'activemq.xml:6: <transportConnector uri="ssl://0.0.0.0:61617">: TLS listeners are not '
