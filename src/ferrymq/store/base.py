@@ -150,6 +150,12 @@ class StoreError(Exception):
     """The store cannot be used (locked, corrupt, unwritable); the message says which and where."""
 
 
+class LockLostError(StoreError):
+    """A fenced write found that this broker no longer holds the group's lock (the database
+    lease, or the shared lock file): nothing of the batch was written and the store refuses
+    every later write (DESIGN.md "Fencing")."""
+
+
 class MessageStore(Protocol):
     async def start(self) -> Recovery:
         """Open (creating if needed), drop spooled non-persistent rows, report what is stored."""

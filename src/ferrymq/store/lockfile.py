@@ -28,6 +28,12 @@ class LockFile:
     def held(self) -> bool:
         return self._fd is not None
 
+    def fileno(self) -> int:
+        """The locked file's descriptor (to compare the file at the path with the locked one)."""
+        if self._fd is None:
+            raise ValueError(f"lock {self._path} is not held")
+        return self._fd
+
     def try_acquire(self) -> bool:
         """Take the lock if nobody holds it; ``False`` if another holder has it.
 

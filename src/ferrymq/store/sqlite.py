@@ -24,13 +24,14 @@ import enum
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias, get_args
 
 from ferrymq.store.base import (
     DEFAULT_PRODUCER_ID_WINDOW,
+    LockLostError,
     Recovery,
     StoredMessage,
     StoreError,
@@ -76,6 +77,7 @@ _Outcome: TypeAlias = tuple["asyncio.Future[Any]", object]
 @dataclass(frozen=True, slots=True)
 class _Failed:
     message: str
+    error: type[StoreError] = StoreError
 
 
 class _State(enum.Enum):
@@ -89,7 +91,7 @@ def _settle(outcomes: list[_Outcome]) -> None:
         if future.done():  # cancelled by its caller; the write happened anyway
             continue
         if isinstance(outcome, _Failed):
-            future.set_exception(StoreError(outcome.message))
+            future.set_exception(outcome.error(outcome.message))
         else:
             future.set_result(outcome)
 
@@ -101,7 +103,13 @@ class SqliteStore:
         *,
         synchronous: str = "FULL",
         producer_id_window: int = DEFAULT_PRODUCER_ID_WINDOW,
+        lock: bool = True,
+        fence: Callable[[], None] | None = None,
     ) -> None:
+        """``lock=False``: the directory's ``lock`` file is held by a master/slave locker
+        instead of the store.  ``fence`` runs on the writer thread before every commit and
+        raises ``LockLostError`` when this broker no longer holds the group's lock, so a
+        deposed master cannot write (it must be cheap: it runs once per group commit)."""
         if synchronous.upper() not in SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
         if producer_id_window < 0:
@@ -110,12 +118,14 @@ class SqliteStore:
         self._path = self._directory / DATABASE_FILE
         self._synchronous = synchronous.upper()
         self._window = producer_id_window
-        self._lock = LockFile(self._directory / LOCK_FILE)
+        self._lock: LockFile | None = LockFile(self._directory / LOCK_FILE) if lock else None
+        self._fence = fence
         self._state = _State.NEW
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broken: str | None = None
+        self._broken_error: type[StoreError] = StoreError
         # Written by one thread each; reads are racy but never torn (plain ints and floats).
         self._submitted_ops = 0
         self._finished_ops = 0
@@ -135,12 +145,13 @@ class SqliteStore:
         self._state = _State.STOPPED  # until the database is open
         try:
             self._directory.mkdir(parents=True, exist_ok=True)
-            locked = self._lock.try_acquire()
+            locked = self._lock.try_acquire() if self._lock is not None else True
         except OSError as e:
             raise StoreError(f"cannot use store directory {self._directory}: {e}") from e
         if not locked:
             raise StoreError(
-                f"store {self._directory} is locked by another broker (lock file {self._lock.path})"
+                f"store {self._directory} is locked by another broker "
+                f"(lock file {self._directory / LOCK_FILE})"
             )
         loop = self._loop = asyncio.get_running_loop()
         opened: asyncio.Future[Recovery] = loop.create_future()
@@ -150,7 +161,8 @@ class SqliteStore:
         try:
             self._thread.start()
         except BaseException:
-            self._lock.release()
+            if self._lock is not None:
+                self._lock.release()
             raise
         try:
             recovery = await asyncio.shield(opened)
@@ -183,7 +195,7 @@ class SqliteStore:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         refused = self._refusal()
         if refused is not None:
-            future.set_exception(StoreError(refused))
+            future.set_exception(self._refusal_error(refused))
             return future
         self._submitted_ops += len(ops)
         self._queue.put(_Write(ops, future))
@@ -192,7 +204,7 @@ class SqliteStore:
     async def load(self, container: str, from_seq: int, limit: int) -> list[StoredMessage]:
         refused = self._refusal()
         if refused is not None:
-            raise StoreError(refused)
+            raise self._refusal_error(refused)
         if limit <= 0:
             return []
         future: asyncio.Future[list[StoredMessage]] = asyncio.get_running_loop().create_future()
@@ -207,6 +219,10 @@ class SqliteStore:
             total_commit_ms=self._total_commit_ms,
             pending_operations=self._submitted_ops - self._finished_ops,
         )
+
+    def _refusal_error(self, message: str) -> StoreError:
+        kind = self._broken_error if self._broken is not None else StoreError
+        return kind(message)
 
     def _refusal(self) -> str | None:
         if self._broken is not None:
@@ -248,7 +264,8 @@ class SqliteStore:
             db.close()
             self._post([(stop.future, None)])
         finally:
-            self._lock.release()
+            if self._lock is not None:
+                self._lock.release()
 
     def _run_group(self, db: SqliteDatabase, jobs: list[_Job]) -> _Stop | None:
         """Apply a drained group in one transaction; settle its futures with one loop call."""
@@ -262,7 +279,7 @@ class SqliteStore:
             if self._broken is None:  # committed
                 self._applied_ops += operations
         else:
-            outcomes = [(job.future, _Failed(self._broken)) for job in work]
+            outcomes = [(job.future, _Failed(self._broken, self._broken_error)) for job in work]
         self._finished_ops += operations
         self._post(outcomes)
         return stop
@@ -289,7 +306,15 @@ class SqliteStore:
                     in_transaction = True
                 db.apply(plan)
             if in_transaction:
+                if self._fence is not None:
+                    self._fence()
                 db.commit()
+        except LockLostError as e:
+            with contextlib.suppress(Exception):
+                db.rollback()
+            self._broken = f"{e}; the store refuses further writes"
+            self._broken_error = LockLostError
+            return [(job.future, _Failed(self._broken, LockLostError)) for job in work]
         except Exception as e:
             with contextlib.suppress(Exception):
                 db.rollback()
