@@ -1,55 +1,207 @@
 """A broker process: configuration in, every service of the broker started in order.
 
-``Broker`` is the composition root of DESIGN.md ("config -> Broker"): the messaging service
-(store, recovery, STOMP listeners) first, then the admin HTTP listener; later issues add network
-connectors, discovery agents and the master/slave role here.  ``stop`` runs in reverse order.
-Whatever the configuration asks for that FerryMQ does not do yet is logged at start, with file
-and line, so nothing in a file is silently without effect.
+``Broker`` is the composition root of DESIGN.md ("config -> Broker"): the admin HTTP listener
+first (a slave's role must be visible too), then, for a store shared by a master/slave group,
+the lock (a slave waits there and starts nothing else), then the messaging service (store,
+recovery, STOMP listeners); later issues add network connectors and discovery agents.  ``stop``
+runs in reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is
+logged at start, with file and line, so nothing in a file is silently without effect.
+
+A master keeps its lock alive every ``lockKeepAlivePeriod``; when the lock is lost (or the
+store's fence finds it lost before a commit) the broker stops serving at once, closes its
+listeners and store, and goes back to waiting as a slave, as ActiveMQ's launcher restarts it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import enum
 import logging
 import signal
-from typing import Self
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
 
 from ferrymq.admin import AdminServer
+from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
+from ferrymq.config.persistence import KahaDBConfig, SharedFileLockerConfig
+from ferrymq.core.region import DestinationStatistics
+from ferrymq.ha.locker import Locker
+from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.service.broker import BrokerService
 from ferrymq.store.base import MessageStore
 
 log = logging.getLogger(__name__)
 
+SLAVE_AFTER_S = 1.0
+"""A lock not granted within this time means another broker is master: this one is a slave."""
+
+
+class Role(enum.Enum):
+    STANDALONE = "standalone"
+    """No shared store: nothing to be master of."""
+    WAITING = "waiting for lock"
+    MASTER = "master"
+    STOPPED = "stopped"
+
+
+def locker_for(config: BrokerConfig) -> Locker | None:
+    """The lock that makes this broker master of a shared store, or None (no group)."""
+    persistence = config.persistence
+    if not config.persistent or persistence is None:
+        return None
+    if isinstance(persistence, KahaDBConfig):
+        if not persistence.use_lock:
+            return None
+        locker = persistence.locker
+        options = locker if isinstance(locker, SharedFileLockerConfig) else SharedFileLockerConfig()
+        directory = config.store_directory
+        assert directory is not None
+        return SharedFileLocker(
+            directory,
+            holder_id=config.broker_name,
+            lock_acquire_sleep_interval_ms=options.lock_acquire_sleep_interval_ms,
+            keep_alive_period_ms=persistence.lock_keep_alive_period_ms,
+            fail_if_locked=options.fail_if_locked,
+        )
+    return None
+
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, store: MessageStore | None = None) -> None:
         self.config = config
-        self.service = BrokerService(config, store=store)
+        self._store_override = store
+        self.locker = locker_for(config) if store is None else None
+        self.role = Role.STANDALONE if self.locker is None else Role.WAITING
+        self._role_changed = asyncio.Event()
+        self.service = self._new_service()
         self.admin: AdminServer | None = None
-        self._stopped = asyncio.Event()
+        self.became_master = asyncio.Event()
+        self.standing_by = asyncio.Event()
+        """Set when this broker found the lock taken and waits as a slave."""
+        self.terms = 0
+        """How many times this broker became master."""
+        self._supervisor: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    def _new_service(self) -> BrokerService:
+        fence = getattr(self.locker, "fence", None)
+        return BrokerService(self.config, store=self._store_override, fence=fence)
+
+    # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """Start; returns once serving, or, for a slave of a master/slave group, once it waits
+        for the lock (``became_master`` is set when it takes over)."""
         for line in pending_features(self.config):
             log.warning("%s", line)
-        await self.service.start()
         admin = self.config.admin
         if admin.enabled:
-            self.admin = AdminServer(self.service, admin.host, admin.port)
+            self.admin = AdminServer(AdminView(self), admin.host, admin.port)
+            await self.admin.start()
+        try:
+            if self.locker is None:
+                await self.service.start()
+                self.became_master.set()
+                self.terms += 1
+                self._set_role(Role.STANDALONE)
+                return
+            self._supervisor = asyncio.get_running_loop().create_task(
+                self._hold_mastership(), name=f"ferrymq-{self.config.broker_name}-role"
+            )
+            # A broker that gets the lock at once is serving when start() returns; a slave
+            # returns once it knows it waits.
+            master = asyncio.ensure_future(self.became_master.wait())
+            slave = asyncio.ensure_future(self.standing_by.wait())
             try:
-                await self.admin.start()
+                done, _ = await asyncio.wait(
+                    [master, slave, self._supervisor], return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                master.cancel()
+                slave.cancel()
+            if self._supervisor in done:
+                self._supervisor.result()  # raises why it ended
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _hold_mastership(self) -> None:
+        """Wait for the lock, serve while it is held, step down when it is lost; repeat."""
+        locker = self.locker
+        assert locker is not None
+        first = True
+        while not self._stopping:
+            self._set_role(Role.WAITING)
+            if not first:
+                self.service = self._new_service()
+            first = False
+            acquiring = asyncio.ensure_future(locker.acquire())
+            try:
+                done, _ = await asyncio.wait([acquiring], timeout=SLAVE_AFTER_S)
+                if not done:
+                    log.info("broker %s is a slave, waiting for the lock", self.config.broker_name)
+                    self.standing_by.set()  # let start() return while this broker waits
+                await acquiring
+            finally:
+                acquiring.cancel()
+            try:
+                await self.service.start()
             except BaseException:
-                self.admin = None
-                await self.service.stop()
+                await locker.release()
                 raise
+            self.terms += 1
+            self._set_role(Role.MASTER)
+            self.service.announce_master()
+            self.became_master.set()
+            await self._keep_lock(locker)
+            if self.stopping():
+                return
+            log.error("broker %s lost its lock: stepping down to slave", self.config.broker_name)
+            self.became_master.clear()
+            await self.service.stop()
+            await locker.release()
+
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called (a method: it changes while the role loop awaits)."""
+        return self._stopping
+
+    async def _keep_lock(self, locker: Locker) -> None:
+        """Return when the lock is lost (keep-alive says so, or the store's fence did)."""
+        period_s = locker.keep_alive_period_ms / 1000 if locker.keep_alive_period_ms > 0 else 1.0
+        while not self._stopping:
+            lost = await self.service.wait_store_failed(period_s)
+            if lost:
+                return
+            if locker.keep_alive_period_ms > 0 and not await locker.keep_alive():
+                return
 
     async def stop(self) -> None:
+        self._stopping = True
+        supervisor, self._supervisor = self._supervisor, None
+        if supervisor is not None:
+            supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await supervisor
         if self.admin is not None:
             await self.admin.stop()
             self.admin = None
         await self.service.stop()
-        self._stopped.set()
+        if self.locker is not None:
+            await self.locker.release()
+        self._set_role(Role.STOPPED)
+
+    def _set_role(self, role: Role) -> None:
+        self.role = role
+        changed, self._role_changed = self._role_changed, asyncio.Event()
+        changed.set()
+
+    async def next_role_change(self) -> Role:
+        """Wait until the role changes (slave to master, master stepping down); the new role."""
+        await self._role_changed.wait()
+        return self.role
 
     async def __aenter__(self) -> Self:
         await self.start()
@@ -77,3 +229,35 @@ class Broker:
         finally:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
+
+
+class AdminView:
+    """The admin API's view of a broker: whichever service is current, plus its role."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def statistics(self) -> Mapping[str, Any]:
+        broker = self._broker
+        statistics = dict(BrokerServiceSource(broker.service).statistics())
+        statistics["role"] = broker.role.value
+        statistics["master_terms"] = broker.terms
+        if broker.locker is not None:
+            status = broker.locker.status()
+            statistics["lock"] = {
+                "locker": status.locker,
+                "resource": status.resource,
+                "holder_id": status.holder_id,
+                "held": status.held,
+                "current_holder": status.current_holder,
+                "lease_expires_ms": status.lease_expires_ms,
+                "keep_alive_period_ms": status.keep_alive_period_ms,
+                "lock_acquire_sleep_interval_ms": status.lock_acquire_sleep_interval_ms,
+            }
+        return statistics
+
+    def destination_statistics(self) -> Sequence[DestinationStatistics]:
+        return BrokerServiceSource(self._broker.service).destination_statistics()
+
+    def connection_statistics(self) -> Sequence[ConnectionStatistics]:
+        return BrokerServiceSource(self._broker.service).connection_statistics()

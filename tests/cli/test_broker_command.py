@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -50,19 +51,19 @@ def test_an_unknown_element_is_reported_with_its_line(tmp_path: Path) -> None:
     assert "noSuchThing" in result.stderr
 
 
-def test_a_locked_store_is_a_clear_error(tmp_path: Path) -> None:
-    with BrokerProcess(tmp_path / "data"):
-        second = _ferrymq(
-            "broker",
-            "--data",
-            str(tmp_path / "data"),
-            "--listen",
-            f"stomp://127.0.0.1:{free_port()}",
-            "--admin",
-            "off",
-        )
-    assert second.returncode == 1
-    assert "locked" in second.stderr
+def test_a_second_broker_on_the_same_store_waits_as_slave(tmp_path: Path) -> None:
+    """seed 000 §3.1: the broker that cannot lock the data directory is a slave: it opens no
+    listener and says what it waits for."""
+    with BrokerProcess(tmp_path / "data", name="group"):
+        # Same name and data directory: the same store, <data>/group/.
+        slave = BrokerProcess(tmp_path / "data", name="group").start(as_slave=True)
+        try:
+            assert slave.state == "slave"
+            assert any("waiting for the lock" in line and "lock" in line for line in slave.output)
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", slave.port), timeout=1).close()
+        finally:
+            slave.stop()
 
 
 def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:

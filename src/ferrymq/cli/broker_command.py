@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
-from ferrymq.broker import Broker
+from ferrymq.broker import Broker, Role
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.errors import ConfigError
 from ferrymq.service.broker import BrokerStartError
@@ -95,13 +96,27 @@ def _run_loop(coro: Any) -> None:
 async def _serve(config: Any) -> None:
     broker = Broker(config)
     await broker.start()
+    announcer = asyncio.get_running_loop().create_task(_announce(broker, config.broker_name))
     try:
-        for url in broker.stomp_urls:
-            print(f"listening stomp://{url.removeprefix('tcp://')}", flush=True)
-        if broker.admin is not None:
-            print(f"admin {broker.admin.url}", flush=True)
-        print(f"broker {config.broker_name} started", flush=True)
         await broker.run_until_signalled()
     finally:
+        announcer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await announcer
         await broker.stop()
         print(f"broker {config.broker_name} stopped", flush=True)
+
+
+async def _announce(broker: Broker, name: str) -> None:
+    """Print where the broker listens each time it becomes master (scripts read these lines)."""
+    if broker.admin is not None:
+        print(f"admin {broker.admin.url}", flush=True)
+    while True:
+        if broker.role in (Role.MASTER, Role.STANDALONE):
+            for url in broker.stomp_urls:
+                print(f"listening stomp://{url.removeprefix('tcp://')}", flush=True)
+            print(f"broker {name} started", flush=True)
+        elif broker.role is Role.WAITING:
+            lock = broker.locker.status().resource if broker.locker is not None else "?"
+            print(f"broker {name} is a slave, waiting for the lock {lock}", flush=True)
+        await broker.next_role_change()

@@ -92,6 +92,7 @@ class RegionBroker:
         self._wildcard_queue_consumers: list[Consumer] = []
         self._page_ins_requested: set[str] = set()
         self._dirty: dict[int, MessageContainer] = {}
+        self._master_advisory: Message | None = None
         self._next_expiry_sweep = 0
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -734,12 +735,29 @@ class RegionBroker:
         container = self.queues.get(destination)
         return len(container.consumers) if container is not None else 0
 
+    def announce_master(self) -> None:
+        """``ActiveMQ.Advisory.MasterBroker``: sent when this broker becomes master, and kept
+        (ActiveMQ's LastImage policy) for subscribers that come later."""
+        if not self.advisory_support:
+            return
+        self._master_advisory = Message(
+            self.new_message_id(),
+            advisory.MASTER_BROKER_TOPIC,
+            b"",
+            advisory.properties(self.broker_name, self.broker_id, self.broker_url),
+            timestamp=self.now,
+        )
+        if self.subscriptions.has_listeners(advisory.MASTER_BROKER_TOPIC):
+            self.route_internal(self._master_advisory)
+
     def replay_advisories(self, subscription: TopicSubscription) -> None:
         """A new advisory subscriber first learns what already exists (ActiveMQ replays)."""
         if not self.advisory_support:
             return
         pattern = subscription.pattern
         replay: list[Message] = []
+        if self._master_advisory is not None and pattern.matches(advisory.MASTER_BROKER_TOPIC):
+            replay.append(self._master_advisory)
 
         def add(
             topic: Destination, body: Callable[[], bytes], extra: dict[str, str] | None = None

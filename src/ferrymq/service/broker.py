@@ -11,12 +11,13 @@ Every task it starts is kept in ``_tasks`` and cancelled and awaited by ``stop``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import os
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ferrymq import __version__
@@ -79,13 +80,20 @@ def _to_limits(config: StompLimitsConfig) -> Limits:
     return Limits(max_body_bytes=config.max_data_length, max_frame_bytes=config.max_frame_size)
 
 
-def create_store(config: BrokerConfig) -> MessageStore:
+def create_store(config: BrokerConfig, fence: Callable[[], None] | None = None) -> MessageStore:
+    """The configured store.  With ``fence`` (a master/slave locker's check) the store does not
+    lock its directory itself: the locker holds that lock, and the fence guards each commit."""
     if not config.persistent or config.persistence is None:
         return MemoryStore(producer_id_window=config.duplicate_window)
     if isinstance(config.persistence, KahaDBConfig):
         directory = config.store_directory
         assert directory is not None
-        return SqliteStore(directory, producer_id_window=config.duplicate_window)
+        return SqliteStore(
+            directory,
+            producer_id_window=config.duplicate_window,
+            lock=fence is None and config.persistence.use_lock,
+            fence=fence,
+        )
     raise BrokerStartError(
         f"{type(config.persistence).__name__}: this persistence adapter is not supported yet "
         "(the PostgreSQL store comes with master/slave support)"
@@ -93,7 +101,13 @@ def create_store(config: BrokerConfig) -> MessageStore:
 
 
 class BrokerService:
-    def __init__(self, config: BrokerConfig, *, store: MessageStore | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        store: MessageStore | None = None,
+        fence: Callable[[], None] | None = None,
+    ) -> None:
         self.config = config
         self.broker_id = config.broker_id or generate_broker_id()
         self.incarnation = f"{int(time.time() * 1000):x}"
@@ -112,7 +126,7 @@ class BrokerService:
             advisory_support=config.advisory_support,
             scheduler_support=config.scheduler_support,
         )
-        self.store = store if store is not None else create_store(config)
+        self.store = store if store is not None else create_store(config, fence)
         self.server_name = f"FerryMQ/{__version__}"
         self.send_fail_if_no_space = usage.send_fail_if_no_space
         self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
@@ -134,6 +148,7 @@ class BrokerService:
         self._scheduler_handle: asyncio.TimerHandle | None = None
         self._scheduler_due: int | None = None
         self._store_failed: BaseException | None = None
+        self._store_failure = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -365,8 +380,22 @@ class BrokerService:
         exc = future.exception()
         if exc is not None and self._store_failed is None:
             self._store_failed = exc
+            self._store_failure.set()
             log.critical("store write failed, the broker stops serving: %s", exc)
             self.spawn(self._stop_after_store_failure())
+
+    async def wait_store_failed(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s``; True once the store has failed (a lost lock included)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._store_failure.wait()
+        return self._store_failure.is_set()
+
+    def announce_master(self) -> None:
+        """``ActiveMQ.Advisory.MasterBroker``: this broker just became master."""
+        self.tick_clock()
+        self.region.announce_master()
+        self.process()
 
     async def _stop_after_store_failure(self) -> None:
         for listener in self.listeners:

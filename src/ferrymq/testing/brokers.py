@@ -144,13 +144,18 @@ class BrokerProcess:
         self.process: subprocess.Popen[str] | None = None
         self.output: list[str] = []
         self._reader: threading.Thread | None = None
-        self._started = threading.Event()
+        self._state_changed = threading.Condition()
+        self.state = "starting"
+        """From the broker's output: "master" (serving), "slave" (waiting for the lock),
+        "stopped"."""
 
     @property
     def url(self) -> str:
         return f"tcp://127.0.0.1:{self.port}"
 
-    def start(self) -> BrokerProcess:
+    def start(self, *, as_slave: bool = False) -> BrokerProcess:
+        """Start it and wait until it serves (or, with ``as_slave``, until it either serves or
+        reports that it waits for the lock as a slave)."""
         args = [
             sys.executable,
             "-m",
@@ -171,8 +176,8 @@ class BrokerProcess:
             with os.fdopen(fd, "w") as handle:
                 handle.write(self.config_xml)
             args += ["--config", path]
-        self._started.clear()
         self.output = []
+        self.state = "starting"
         self.process = subprocess.Popen(
             args,
             stdout=subprocess.PIPE,
@@ -182,10 +187,19 @@ class BrokerProcess:
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        if not self._started.wait(STARTUP_TIMEOUT_S) or self.process.poll() is not None:
+        wanted = ("master", "slave") if as_slave else ("master",)
+        if not self.wait_for_state(*wanted, timeout_s=STARTUP_TIMEOUT_S):
             self.kill()
             raise RuntimeError(f"broker {self.name} did not start:\n" + "".join(self.output[-40:]))
         return self
+
+    def wait_for_state(self, *states: str, timeout_s: float = STARTUP_TIMEOUT_S) -> bool:
+        """Wait until the broker reports one of ``states`` (or exits); True if it did."""
+        with self._state_changed:
+            self._state_changed.wait_for(
+                lambda: self.state in states or self.state == "exited", timeout_s
+            )
+            return self.state in states
 
     def _read(self) -> None:
         process = self.process
@@ -193,9 +207,21 @@ class BrokerProcess:
         assert process.stdout is not None
         for line in process.stdout:
             self.output.append(line)
+            state = None
             if line.startswith(f"broker {self.name} started"):
-                self._started.set()
-        self._started.set()
+                state = "master"
+            elif line.startswith(f"broker {self.name} is a slave"):
+                state = "slave"
+            elif line.startswith(f"broker {self.name} stopped"):
+                state = "stopped"
+            if state is not None:
+                self._set_state(state)
+        self._set_state("exited")
+
+    def _set_state(self, state: str) -> None:
+        with self._state_changed:
+            self.state = state
+            self._state_changed.notify_all()
 
     def kill(self) -> None:
         """SIGKILL: no clean shutdown, no flush."""
