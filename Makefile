@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit clean
+.PHONY: run test lint typecheck unit clean system-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,15 @@ run: $(STAMP)
 	$(BIN)/ferrymq broker --data ./data
 
 ## Install everything and run the whole suite: lint, types, tests.
-test: $(STAMP) lint typecheck unit
+test: system-deps $(STAMP) lint typecheck unit
+
+## The tests start a throwaway PostgreSQL server: install Debian's when it is missing.
+system-deps:
+	@if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing PostgreSQL (Debian package postgresql) for the tests"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests

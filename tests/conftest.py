@@ -10,6 +10,8 @@ import pytest
 from ferrymq.broker import Broker
 from ferrymq.testing import BrokerProcess, broker_config, running_broker
 
+pytest_plugins = ["tests.postgres"]
+
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[Broker]:

@@ -26,11 +26,16 @@ from ferrymq.admin import AdminServer
 from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
-from ferrymq.config.persistence import KahaDBConfig, SharedFileLockerConfig
+from ferrymq.config.persistence import (
+    JdbcPersistenceConfig,
+    KahaDBConfig,
+    SharedFileLockerConfig,
+)
 from ferrymq.core.region import DestinationStatistics
 from ferrymq.ha.locker import Locker
+from ferrymq.ha.replica import MasterConnector, ReplicationError
 from ferrymq.ha.shared_file import SharedFileLocker
-from ferrymq.service.broker import BrokerService
+from ferrymq.service.broker import BrokerService, create_store
 from ferrymq.store.base import MessageStore
 
 log = logging.getLogger(__name__)
@@ -43,6 +48,8 @@ class Role(enum.Enum):
     STANDALONE = "standalone"
     """No shared store: nothing to be master of."""
     WAITING = "waiting for lock"
+    REPLICATING = "replicating"
+    """The slave of a pure master/slave pair, copying its master's store."""
     MASTER = "master"
     STOPPED = "stopped"
 
@@ -66,15 +73,28 @@ def locker_for(config: BrokerConfig) -> Locker | None:
             keep_alive_period_ms=persistence.lock_keep_alive_period_ms,
             fail_if_locked=options.fail_if_locked,
         )
-    return None
+    if isinstance(persistence, JdbcPersistenceConfig):
+        from ferrymq.ha.lease import LeaseDatabaseLocker  # psycopg: only when configured
+
+        return LeaseDatabaseLocker.from_config(persistence, config.broker_name)
+    raise TypeError(f"unknown persistence adapter {persistence!r}")
 
 
 class Broker:
     def __init__(self, config: BrokerConfig, *, store: MessageStore | None = None) -> None:
         self.config = config
         self._store_override = store
-        self.locker = locker_for(config) if store is None else None
-        self.role = Role.STANDALONE if self.locker is None else Role.WAITING
+        self.master_connector = config.services.master_connector
+        # A pure master/slave slave has its own store, locked by the store itself.
+        shared = store is None and self.master_connector is None
+        self.locker = locker_for(config) if shared else None
+        if self.master_connector is not None:
+            self.role = Role.REPLICATING
+        else:
+            self.role = Role.STANDALONE if self.locker is None else Role.WAITING
+        self.halted = asyncio.Event()
+        """Set when the broker stopped serving for good and its process should end."""
+        self.replica: MasterConnector | None = None
         self._role_changed = asyncio.Event()
         self.service = self._new_service()
         self.admin: AdminServer | None = None
@@ -102,8 +122,15 @@ class Broker:
             self.admin = AdminServer(AdminView(self), admin.host, admin.port)
             await self.admin.start()
         try:
+            if self.master_connector is not None:
+                self._supervisor = asyncio.get_running_loop().create_task(
+                    self._replicate_then_serve(),
+                    name=f"ferrymq-{self.config.broker_name}-replica",
+                )
+                self.standing_by.set()
+                return
             if self.locker is None:
-                await self.service.start()
+                await self._serve()
                 self.became_master.set()
                 self.terms += 1
                 self._set_role(Role.STANDALONE)
@@ -128,6 +155,51 @@ class Broker:
             await self.stop()
             raise
 
+    async def _serve(self) -> None:
+        """Start the messaging service; with waitForSlave, return once the slave is in sync
+        (clients are refused until then)."""
+        await self.service.start()
+        if self.config.services.wait_for_slave:
+            log.info("broker %s waits for its slave (waitForSlave)", self.config.broker_name)
+            await self.service.replica_attached.wait()
+
+    async def _replicate_then_serve(self) -> None:
+        """Pure master/slave slave: copy the master until it is lost, then take over."""
+        connector_config = self.master_connector
+        assert connector_config is not None
+        store = create_store(self.config)
+        self.replica = MasterConnector(
+            connector_config.remote_uri,
+            store,
+            name=self.config.broker_name,
+            login=connector_config.user_name,
+            passcode=connector_config.password,
+        )
+        try:
+            await self.replica.run()
+        except ReplicationError as exc:
+            log.error("%s", exc)
+            self.halted.set()
+            return
+        finally:
+            await store.stop()
+        if self.stopping():
+            return
+        if self.config.services.shutdown_on_master_failure:
+            log.error(
+                "broker %s: master lost and shutdownOnMasterFailure is set: shutting down",
+                self.config.broker_name,
+            )
+            self.halted.set()
+            return
+        log.warning("broker %s: master lost, taking over as master", self.config.broker_name)
+        self.service = self._new_service()
+        await self.service.start()
+        self.terms += 1
+        self._set_role(Role.MASTER)
+        self.service.announce_master()
+        self.became_master.set()
+
     async def _hold_mastership(self) -> None:
         """Wait for the lock, serve while it is held, step down when it is lost; repeat."""
         locker = self.locker
@@ -148,7 +220,7 @@ class Broker:
             finally:
                 acquiring.cancel()
             try:
-                await self.service.start()
+                await self._serve()
             except BaseException:
                 await locker.release()
                 raise
@@ -224,9 +296,16 @@ class Broker:
         stop = asyncio.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        waits = [
+            asyncio.ensure_future(stop.wait()),
+            asyncio.ensure_future(self.halted.wait()),
+            asyncio.ensure_future(self.service.halted.wait()),
+        ]
         try:
-            await stop.wait()
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            for wait in waits:
+                wait.cancel()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
 
@@ -242,6 +321,20 @@ class AdminView:
         statistics = dict(BrokerServiceSource(broker.service).statistics())
         statistics["role"] = broker.role.value
         statistics["master_terms"] = broker.terms
+        if broker.replica is not None:
+            statistics["replication"] = {
+                "master": broker.replica.remote_uri,
+                "attached": broker.replica.statistics.attached,
+                "batches": broker.replica.statistics.batches,
+                "snapshots": broker.replica.statistics.snapshots,
+            }
+        replica_link = broker.service.replica
+        if replica_link is not None:
+            statistics["slave"] = {
+                "name": replica_link.name,
+                "in_sync": replica_link.live,
+                "batches_acknowledged": replica_link.batches_acknowledged,
+            }
         if broker.locker is not None:
             status = broker.locker.status()
             statistics["lock"] = {

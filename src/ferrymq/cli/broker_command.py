@@ -119,4 +119,7 @@ async def _announce(broker: Broker, name: str) -> None:
         elif broker.role is Role.WAITING:
             lock = broker.locker.status().resource if broker.locker is not None else "?"
             print(f"broker {name} is a slave, waiting for the lock {lock}", flush=True)
+        elif broker.role is Role.REPLICATING and broker.master_connector is not None:
+            master = broker.master_connector.remote_uri
+            print(f"broker {name} is a slave, replicating from {master}", flush=True)
         await broker.next_role_change()

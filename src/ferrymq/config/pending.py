@@ -34,9 +34,13 @@ PENDING: Mapping[str, str] = MappingProxyType(
         "listener-ssl": "TLS listeners are not supported yet",
         "listener-vm": "in-process vm:// listeners are not supported yet",
         "jms-bridge": "JMS-to-JMS bridges are not supported yet",
-        "pure-master-slave": "pure master/slave replication is not supported yet",
-        "jdbc-store": "the PostgreSQL (JDBC) store is not supported yet",
-        "database-locker": "database lockers are not supported yet",
+        "database-locker": (
+            "<database-locker> runs as a lease-database-locker: a row lock held by a "
+            "never-ending transaction cannot fence a deposed master's writes"
+        ),
+        "kahadb-database-locker": (
+            "a database locker for a kahaDB store is not supported: use the shared-file locker"
+        ),
         "redelivery-plugin": (
             "redelivery delays are not applied yet (maximumRedeliveries is honoured)"
         ),
@@ -94,8 +98,6 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
         tag = "jmsQueueConnector" if bridge.kind == "queue" else "jmsTopicConnector"
         yield "jms-bridge", bridge.location, f"<{tag}>"
     services = config.services
-    if services.master_connector is not None:
-        yield "pure-master-slave", services.master_connector.location, "<masterConnector>"
     if services.wait_for_slave or services.shutdown_on_slave_failure:
         yield "pure-master-slave", config.location, broker
     yield from _store_uses(config)
@@ -118,15 +120,15 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
 
 def _store_uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     store = config.persistence
-    if isinstance(store, JdbcPersistenceConfig):
-        yield "jdbc-store", store.location, "<jdbcPersistenceAdapter>"
     if isinstance(store, KahaDBConfig):
         if store.adapter == "amqPersistenceAdapter":
             yield "amq-adapter", store.location, "<amqPersistenceAdapter>"
         ignored = store.ignored_options()
         if ignored:
             yield "kahadb-journal", store.location, f"<kahaDB {' '.join(ignored)}>"
-    if store is not None and isinstance(
+    if isinstance(store, JdbcPersistenceConfig) and isinstance(store.locker, DatabaseLockerConfig):
+        yield "database-locker", store.location, "<locker>"
+    if isinstance(store, KahaDBConfig) and isinstance(
         store.locker, DatabaseLockerConfig | LeaseDatabaseLockerConfig
     ):
-        yield "database-locker", store.location, "<locker>"
+        yield "kahadb-database-locker", store.location, "<locker>"

@@ -39,5 +39,9 @@ class DuplicateDetector:
         if len(ids) > self.window:
             ids.popitem(last=False)
 
+    def ids(self) -> list[str]:
+        """The window, oldest first."""
+        return list(self._ids)
+
     def __len__(self) -> int:
         return len(self._ids)

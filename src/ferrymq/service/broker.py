@@ -22,14 +22,17 @@ from typing import Any
 
 from ferrymq import __version__
 from ferrymq.config.model import BrokerConfig, StompLimitsConfig, TransportConnectorConfig
-from ferrymq.config.persistence import KahaDBConfig
+from ferrymq.config.persistence import JdbcPersistenceConfig, KahaDBConfig
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.effects import Delivery, PageIn
+from ferrymq.core.errors import BrokerError
 from ferrymq.core.region import RegionBroker, decode_all
 from ferrymq.core.scheduler import SCHEDULED_CONTAINER
 from ferrymq.core.usage import UsageLimits
 from ferrymq.service.policies import PolicyResolver
 from ferrymq.service.protocol import StompConnection
+from ferrymq.service.replication import ReplicaLink, both_done
+from ferrymq.service.snapshot import snapshot_batches
 from ferrymq.stomp.limits import Limits
 from ferrymq.store.base import MessageStore, StoreError
 from ferrymq.store.memory import MemoryStore
@@ -80,9 +83,10 @@ def _to_limits(config: StompLimitsConfig) -> Limits:
     return Limits(max_body_bytes=config.max_data_length, max_frame_bytes=config.max_frame_size)
 
 
-def create_store(config: BrokerConfig, fence: Callable[[], None] | None = None) -> MessageStore:
-    """The configured store.  With ``fence`` (a master/slave locker's check) the store does not
-    lock its directory itself: the locker holds that lock, and the fence guards each commit."""
+def create_store(config: BrokerConfig, fence: Callable[[], Any] | None = None) -> MessageStore:
+    """The configured store.  ``fence`` is the master/slave locker's: for SQLite a check run
+    before each commit (the locker then holds the directory's lock, not the store); for
+    PostgreSQL the lease record that every write transaction verifies."""
     if not config.persistent or config.persistence is None:
         return MemoryStore(producer_id_window=config.duplicate_window)
     if isinstance(config.persistence, KahaDBConfig):
@@ -94,9 +98,22 @@ def create_store(config: BrokerConfig, fence: Callable[[], None] | None = None) 
             lock=fence is None and config.persistence.use_lock,
             fence=fence,
         )
+    if isinstance(config.persistence, JdbcPersistenceConfig):
+        from ferrymq.store.postgres import PostgresStore  # psycopg: only when configured
+
+        jdbc = config.persistence
+        source = jdbc.data_source
+        return PostgresStore(
+            source.url or "",
+            username=source.username,
+            password=source.password,
+            table_prefix=jdbc.table_prefix,
+            producer_id_window=config.duplicate_window,
+            fence=fence,
+            create_tables_on_startup=jdbc.create_tables_on_startup,
+        )
     raise BrokerStartError(
-        f"{type(config.persistence).__name__}: this persistence adapter is not supported yet "
-        "(the PostgreSQL store comes with master/slave support)"
+        f"{type(config.persistence).__name__}: this persistence adapter is not supported"
     )
 
 
@@ -148,6 +165,13 @@ class BrokerService:
         self._scheduler_handle: asyncio.TimerHandle | None = None
         self._scheduler_due: int | None = None
         self._store_failed: BaseException | None = None
+        self.halted = asyncio.Event()
+        """Set when this broker stopped serving for good (its store failed, its slave was lost
+        with shutdownOnSlaveFailure); the process should stop."""
+        self.replica: ReplicaLink | None = None
+        self.replica_attached = asyncio.Event()
+        self.accepting_clients = not config.services.wait_for_slave
+        """waitForSlave: clients are refused until the slave is attached and in sync."""
         self._store_failure = asyncio.Event()
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -370,6 +394,9 @@ class BrokerService:
             return
         future = self.store.write(ops)
         future.add_done_callback(self._commit_done)
+        if self.replica is not None:
+            # Pure master/slave: done when the slave has the batch too (seed 002).
+            future = both_done(future, self.replica.replicate(ops))
         if barrier is not None:
             future.add_done_callback(lambda done: _copy_outcome(done, barrier))
         self.last_commit = future
@@ -398,10 +425,51 @@ class BrokerService:
         self.process()
 
     async def _stop_after_store_failure(self) -> None:
+        await self._stop_serving("the broker's store failed")
+
+    async def _stop_serving(self, reason: str) -> None:
+        """Close every listener and connection; the broker process then stops (``halted``)."""
+        self.halted.set()
         for listener in self.listeners:
             await listener.stop()
         for connection in list(self.connections.values()):
-            connection.close("the broker's store failed")
+            connection.close(reason)
+
+    # -- pure master/slave: the master's side ----------------------------------------------
+
+    def attach_replica(self, connection: StompConnection, name: str) -> ReplicaLink:
+        """A slave connected (``ferrymq.replication:true``): snapshot it, then stream to it."""
+        if self.replica is not None and not self.replica.closed:
+            raise BrokerError(
+                f"Only one slave can be connected to the master ({self.replica.name} is)"
+            )
+        link = ReplicaLink(name, connection.send_replication_batch)
+        self.replica = link
+        log.info("slave %s attached; sending it a snapshot of the store", name)
+        self.spawn(self._synchronise(link))
+        return link
+
+    def detach_replica(self, link: ReplicaLink) -> None:
+        link.close()
+        if self.replica is not link:
+            return
+        self.replica = None
+        self.replica_attached.clear()
+        if self.config.services.shutdown_on_slave_failure and self.started:
+            log.error("slave %s lost and shutdownOnSlaveFailure is set: stopping", link.name)
+            self.spawn(self._stop_serving("the slave was lost (shutdownOnSlaveFailure)"))
+        else:
+            log.warning("slave %s lost; the master goes on alone", link.name)
+
+    async def _synchronise(self, link: ReplicaLink) -> None:
+        batches = await snapshot_batches(self.region, self.store)
+        await link.send_snapshot(batches)
+        link.go_live()
+        if link.closed:
+            return
+        log.info("slave %s is in sync", link.name)
+        self.replica_attached.set()
+        self.accepting_clients = True
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -30,6 +30,7 @@ from ferrymq.core.message import Message
 from ferrymq.core.region import AckRef
 from ferrymq.core.selector import SelectorError, parse_selector
 from ferrymq.service import dialect
+from ferrymq.service.replication import ReplicaLink
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.encoder import assemble_message, header_block
 from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
@@ -102,6 +103,8 @@ class StompConnection:
         self._sub_blocks: dict[str, bytes] = {}
         self._browsers: set[str] = set()
         self._stall_timer: asyncio.TimerHandle | None = None
+        self._replica: ReplicaLink | None = None
+        """Set when this connection is a pure master/slave slave's replication link."""
 
     def has_ended(self) -> bool:
         """No more frames are handled (a method, so the type checker does not assume it
@@ -216,6 +219,9 @@ class StompConnection:
 
     def _handle(self, event: ServerEvent) -> bool:
         """Handle one event; True means "blocked by flow control, try again later"."""
+        if self._replica is not None:
+            self._on_replica_frame(event)
+            return False
         match event:
             case Send():
                 return self._on_send(event)
@@ -258,12 +264,19 @@ class StompConnection:
             self._connect_timer.cancel()
             self._connect_timer = None
         transport = self.transport
-        self.region.add_connection(
-            self.connection_id,
-            event.client_id or None,
-            user=event.login,
-            remote_address=transport.remote_address if transport else None,
-        )
+        if event.headers.get(h.FERRYMQ_REPLICATION) == "true":
+            # A pure master/slave slave: it gets the replication stream, nothing else.
+            name = event.headers.get(h.FERRYMQ_REPLICA) or self.connection_id
+            self._replica = self.service.attach_replica(self, name)
+        elif not self.service.accepting_clients:
+            raise BrokerError("this broker is waiting for its slave to attach (waitForSlave)")
+        else:
+            self.region.add_connection(
+                self.connection_id,
+                event.client_id or None,
+                user=event.login,
+                remote_address=transport.remote_address if transport else None,
+            )
         self.connected = True
         self.version = event.version
         client_sends, client_wants = event.heart_beat
@@ -422,6 +435,38 @@ class StompConnection:
             self._enqueue(self.session.receipt(event.receipt), self.service.last_commit)
         self._close_when_flushed = True
         self._maybe_close()
+
+    # -- pure master/slave replication (the master's side) ------------------------------------
+
+    def _on_replica_frame(self, event: ServerEvent) -> None:
+        replica = self._replica
+        assert replica is not None
+        match event:
+            case Ack(id=str(number)) if number.isdigit():
+                replica.acknowledged(int(number))
+            case Disconnect():
+                self._on_disconnect(event)
+            case Connect():
+                self._on_connect(event)
+            case (
+                Ack() | Nack() | Send() | Subscribe() | Unsubscribe() | Begin() | Commit() | Abort()
+            ):
+                raise BrokerError("a replication connection only acknowledges batches")
+
+    def send_replication_batch(self, number: int, data: bytes, reset: bool) -> None:
+        """One batch of store operations for the slave (see ``service.replication``)."""
+        headers = [
+            (h.DESTINATION, "/queue/" + h.REPLICATION_SUBSCRIPTION),
+            (h.MESSAGE_ID, str(number)),
+            (h.SUBSCRIPTION, h.REPLICATION_SUBSCRIPTION),
+            (h.ACK_HEADER, str(number)),
+            (h.FERRYMQ_BATCH, str(number)),
+        ]
+        if reset:
+            headers.append((h.FERRYMQ_REPLICATION_RESET, "true"))
+        self._enqueue(assemble_message((self._block(headers),), data), None)
+        if self.transport is not None:
+            self.service.unflushed.add(self.transport)
 
     # -- deliveries and the outbox ------------------------------------------------------------
 
@@ -617,6 +662,8 @@ class StompConnection:
         if self._ended:
             return
         self._ended = True
+        if self._replica is not None:
+            self.service.detach_replica(self._replica)
         if self._monitor is not None:
             self._monitor.stop()
         if self._connect_timer is not None:

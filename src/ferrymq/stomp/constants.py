@@ -112,3 +112,13 @@ FERRYMQ_CLUSTER_BROKERS: Final = "ferrymq.cluster-brokers"
 FERRYMQ_REBALANCE: Final = "ferrymq.rebalance"
 FERRYMQ_RECONNECT_TO: Final = "ferrymq.reconnect-to"
 CLUSTER_UPDATES_SUBSCRIPTION: Final = "ferrymq.cluster-updates"
+
+# FerryMQ's pure master/slave replication (seed 002): a slave's CONNECT carries
+# FERRYMQ_REPLICATION:true; the master streams store batches as MESSAGE frames on the reserved
+# subscription REPLICATION_SUBSCRIPTION, numbered by FERRYMQ_BATCH, the first of a snapshot
+# marked FERRYMQ_REPLICATION_RESET; the slave ACKs each batch once durable.
+FERRYMQ_REPLICATION: Final = "ferrymq.replication"
+FERRYMQ_REPLICA: Final = "ferrymq.replica"
+FERRYMQ_BATCH: Final = "ferrymq.batch"
+FERRYMQ_REPLICATION_RESET: Final = "ferrymq.replication-reset"
+REPLICATION_SUBSCRIPTION: Final = "ferrymq.replication"

@@ -16,6 +16,7 @@ from ferrymq.store.base import (
     AddMessage,
     ContainerState,
     DurableSubscriptionRecord,
+    LockLostError,
     MarkDelivered,
     MessageStore,
     PurgeContainer,
@@ -32,12 +33,14 @@ from ferrymq.store.base import (
 if TYPE_CHECKING:
     from ferrymq.store.lockfile import LockFile
     from ferrymq.store.memory import MemoryStorage, MemoryStore
+    from ferrymq.store.postgres import PostgresStore
     from ferrymq.store.sqlite import SqliteStore
 
 _LAZY = {
     "LockFile": "ferrymq.store.lockfile",
     "MemoryStorage": "ferrymq.store.memory",
     "MemoryStore": "ferrymq.store.memory",
+    "PostgresStore": "ferrymq.store.postgres",
     "SqliteStore": "ferrymq.store.sqlite",
 }
 
@@ -49,10 +52,12 @@ __all__ = [
     "ContainerState",
     "DurableSubscriptionRecord",
     "LockFile",
+    "LockLostError",
     "MarkDelivered",
     "MemoryStorage",
     "MemoryStore",
     "MessageStore",
+    "PostgresStore",
     "PurgeContainer",
     "Recovery",
     "RemoveDestination",

@@ -10,17 +10,31 @@ FerryMQ adds one column, `EPOCH`, incremented by each acquisition: a fencing tok
 alone cannot tell a master from its own earlier incarnation (a broker paused, given up on and
 restarted under the same name): with the epoch, the stale process fails its next check.
 
-**Fencing** (DESIGN "Fencing").  Every write transaction of a fenced store ends with
-``check`` — ``SELECT ... WHERE BROKER_NAME = holder AND EPOCH = epoch AND TIME > now FOR SHARE``
-— before its ``COMMIT``.  ``FOR SHARE`` conflicts with the ``FOR NO KEY UPDATE`` row lock that an
-acquiring ``UPDATE`` takes, so the two serialise on the lock row (READ COMMITTED, enforced per
-transaction):
+**Fencing** (DESIGN "Fencing").  Every write transaction of a fenced store ends with a call of
+``<prefix>ferrymq_check_lease(holder, epoch)`` just before its ``COMMIT``: it selects the lock
+row ``WHERE BROKER_NAME = holder AND EPOCH = epoch AND TIME > now FOR SHARE`` and raises
+SQLSTATE ``FMQ01`` ("lost the database lock ...") when there is none.  ``FOR SHARE`` conflicts
+with the ``FOR NO KEY UPDATE`` row lock of an acquiring ``UPDATE``, so the two serialise on the
+lock row (READ COMMITTED, set by each transaction):
 
 * the check locks the row first: an acquirer blocks until the write transaction has committed,
   so every write of the old master is ordered before the new master's acquisition, hence before
   its recovery reads;
 * the acquirer updates first: the check waits for it, then re-reads the row's newest version,
-  finds another holder (or epoch) and returns nothing; the transaction rolls back.
+  finds another holder or epoch, and raises; the transaction rolls back.  (Another broker can
+  only take an expired lease, which fails the check without waiting.)
+
+Because the check raises instead of returning a row, a store sends a whole transaction, ``COMMIT``
+included, in one pipeline: the server never waits for the client while it holds the lock row.
+
+**Fencing out.**  A master stopped while the server still waits for the rest of its transaction
+(SIGSTOP in the middle of sending a large one) keeps that transaction's row locks, and PostgreSQL
+before 17 has no timeout for a backend waiting on its client mid-pipeline.  So each fenced store
+session holds a shared advisory lock keyed by the lock table (``join_fence``), and a broker that
+takes the lease terminates every other holder of that key (``fence_out``), as does a slave whose
+acquiring ``UPDATE`` found the lock row held beyond an expired lease.  That needs the same
+database role for every broker of a group (or ``pg_signal_backend``); without it the lease check
+still keeps the data safe and only the takeover waits for the stopped master.
 """
 
 from __future__ import annotations
@@ -37,6 +51,10 @@ DB_NOW_MS = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 LOCK_TABLE = "ACTIVEMQ_LOCK"
 LOCK_ROW_ID = 1
+CHECK_FUNCTION = "ferrymq_check_lease"
+LOCK_LOST_SQLSTATE = "FMQ01"
+FENCE_KEY_CLASS = 0x46454E43
+"""``pg_locks.classid`` of the fence's advisory lock ("FENC"); its ``objid`` is the lock table."""
 
 _PREFIX = re.compile(r"([A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -86,10 +104,12 @@ class LockTableSql:
     """The statements on `<prefix>ACTIVEMQ_LOCK`; parameters are named (psycopg ``%(name)s``)."""
 
     table: str
+    function: str
 
     @classmethod
     def for_prefix(cls, prefix: str) -> LockTableSql:
-        return cls(TableNames(prefix).table(LOCK_TABLE))
+        names = TableNames(prefix)
+        return cls(names.table(LOCK_TABLE), names.table(CHECK_FUNCTION))
 
     @property
     def create(self) -> list[str]:
@@ -147,10 +167,64 @@ class LockTableSql:
 
     @property
     def check(self) -> str:
-        """The fence: one row iff the lease is ours and unexpired; locks the row until commit."""
+        """The fence: raises ``FMQ01`` unless the lease is ours and unexpired; the row stays
+        locked (shared) until the transaction ends."""
+        return f"SELECT {self.function}(%(holder)s::text, %(epoch)s::bigint)"
+
+    @property
+    def create_check(self) -> str:
+        held = (
+            f"PERFORM 1 FROM {self.table} WHERE ID = {LOCK_ROW_ID} AND BROKER_NAME = holder "
+            f"AND EPOCH = lease_epoch AND TIME > {DB_NOW_MS} FOR SHARE;"
+        )
+        return f"""CREATE OR REPLACE FUNCTION {self.function}(holder TEXT, lease_epoch BIGINT)
+RETURNS VOID LANGUAGE plpgsql AS $fence$
+DECLARE
+    now_holder TEXT;
+    now_time BIGINT;
+    now_epoch BIGINT;
+BEGIN
+    {held}
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    SELECT BROKER_NAME, TIME, EPOCH INTO now_holder, now_time, now_epoch
+        FROM {self.table} WHERE ID = {LOCK_ROW_ID};
+    RAISE EXCEPTION USING ERRCODE = '{LOCK_LOST_SQLSTATE}', MESSAGE = format(
+        'lost the database lock: {self.table} is no longer held by %s (epoch %s) but by %s '
+        '(epoch %s) until %s, now %s; the store refuses further writes',
+        holder, lease_epoch, coalesce(now_holder, 'nobody'), now_epoch, now_time,
+        {DB_NOW_MS});
+END
+$fence$"""
+
+    @property
+    def has_check(self) -> str:
+        return "SELECT to_regprocedure(%(signature)s) IS NOT NULL"
+
+    @property
+    def check_signature(self) -> str:
+        return f"{self.function}(text, bigint)"
+
+    @property
+    def join_fence(self) -> str:
+        """Taken by a fenced store's session, so a successor can find it (``fence_out``)."""
         return (
-            f"SELECT 1 FROM {self.table} WHERE ID = {LOCK_ROW_ID} AND BROKER_NAME = %(holder)s "
-            f"AND EPOCH = %(epoch)s AND TIME > {DB_NOW_MS} FOR SHARE"
+            f"SELECT pg_advisory_lock_shared(({FENCE_KEY_CLASS}::bigint << 32) "
+            f"| to_regclass('{self.table}')::oid::bigint)"
+        )
+
+    @property
+    def fence_out(self) -> str:
+        """Terminate every other session in the fence, waiting up to ``wait_ms`` for each; with
+        ``force`` false only when the lease has expired.  Returns how many were terminated."""
+        return (
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid, %(wait_ms)s)) "
+            "FROM pg_locks l WHERE l.locktype = 'advisory' AND l.database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database()) "
+            f"AND l.classid = {FENCE_KEY_CLASS} AND l.objid = to_regclass('{self.table}')::oid "
+            "AND l.objsubid = 1 AND l.pid <> pg_backend_pid() AND (%(force)s OR NOT EXISTS ("
+            f"SELECT 1 FROM {self.table} WHERE ID = {LOCK_ROW_ID} AND TIME >= {DB_NOW_MS}))"
         )
 
     @property

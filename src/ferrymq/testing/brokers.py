@@ -153,9 +153,9 @@ class BrokerProcess:
     def url(self) -> str:
         return f"tcp://127.0.0.1:{self.port}"
 
-    def start(self, *, as_slave: bool = False) -> BrokerProcess:
+    def start(self, *, as_slave: bool = False, wait: bool = True) -> BrokerProcess:
         """Start it and wait until it serves (or, with ``as_slave``, until it either serves or
-        reports that it waits for the lock as a slave)."""
+        reports that it is a slave; with ``wait=False``, not at all)."""
         args = [
             sys.executable,
             "-m",
@@ -187,6 +187,8 @@ class BrokerProcess:
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        if not wait:
+            return self
         wanted = ("master", "slave") if as_slave else ("master",)
         if not self.wait_for_state(*wanted, timeout_s=STARTUP_TIMEOUT_S):
             self.kill()

@@ -1,0 +1,130 @@
+"""Pure master/slave replication between two broker processes (seed 002, issue 4)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import stomp
+from ferrymq.testing import BrokerProcess
+from tests.interop.conftest import Collector
+
+MASTER = """<broker xmlns="http://activemq.apache.org/schema/core" brokerName="master"
+  waitForSlave="true" shutdownOnSlaveFailure="false"/>"""
+
+
+def slave_config(master_port: int, *, shutdown_on_master_failure: bool = False) -> str:
+    # seed 002 Example 4.3 (with the credentials of that example).
+    flag = str(shutdown_on_master_failure).lower()
+    return f"""<broker xmlns="http://activemq.apache.org/schema/core" brokerName="slave"
+  shutdownOnMasterFailure="{flag}">
+  <services>
+    <masterConnector remoteURI="tcp://127.0.0.1:{master_port}" userName="James" password="Cheese"/>
+  </services>
+</broker>"""
+
+
+def _pair(tmp_path: Path, **slave_options: bool) -> tuple[BrokerProcess, BrokerProcess]:
+    master = BrokerProcess(tmp_path / "m", name="master", config_xml=MASTER).start(wait=False)
+    slave = BrokerProcess(
+        tmp_path / "s", name="slave", config_xml=slave_config(master.port, **slave_options)
+    ).start(as_slave=True)
+    assert master.wait_for_state("master"), "".join(master.output[-20:])
+    return master, slave
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _client(port: int) -> tuple[stomp.Connection12, Collector]:
+    conn = stomp.Connection12([("127.0.0.1", port)])
+    listener = Collector()
+    conn.set_listener("c", listener)
+    conn.connect(wait=True)
+    return conn, listener
+
+
+def test_the_slave_copies_everything_and_takes_over(tmp_path: Path) -> None:
+    master, slave = _pair(tmp_path)
+    try:
+        assert slave.state == "slave"
+        assert not _listening(slave.port)
+        producer, produced = _client(master.port)
+        for i in range(200):
+            producer.send(
+                "/queue/orders", str(i), headers={"persistent": "true", "receipt": f"r{i}"}
+            )
+        produced.wait_receipt("r199", timeout=20)
+        consumer, consumed = _client(master.port)
+        consumer.subscribe(
+            "/queue/orders",
+            id="s",
+            ack="client-individual",
+            headers={"activemq.prefetchSize": "50"},
+        )
+        first = consumed.wait_messages(50)
+        for message in first:
+            consumer.ack(message.headers["ack"], receipt=f"a{message.body}")
+        consumed.wait_receipt(f"a{first[-1].body}")
+        killed_at = time.monotonic()
+        master.kill()
+        assert slave.wait_for_state("master", timeout_s=20), "".join(slave.output[-20:])
+        print(f"pure master/slave takeover: {(time.monotonic() - killed_at) * 1000:.0f} ms")
+        after, received = _client(slave.port)
+        after.subscribe("/queue/orders", id="s", ack="client-individual")
+        rest = received.wait_messages(150, timeout=20)
+        assert sorted(int(m.body) for m in rest) == list(range(50, 200))
+        assert received.quiet_for(0.3) == []
+        after.disconnect()
+    finally:
+        master.kill()
+        slave.kill()
+
+
+def test_shutdown_on_master_failure_stops_the_slave(tmp_path: Path) -> None:
+    master, slave = _pair(tmp_path, shutdown_on_master_failure=True)
+    try:
+        master.kill()
+        assert slave.process is not None
+        slave.process.wait(timeout=20)
+        assert not _listening(slave.port)
+        assert any("shutdownOnMasterFailure" in line for line in slave.output)
+    finally:
+        master.kill()
+        slave.kill()
+
+
+def test_manual_recovery_by_copying_the_slave_data_back(tmp_path: Path) -> None:
+    """seed 002: shut the slave down, copy its data directory over the master's, restart both."""
+    master, slave = _pair(tmp_path)
+    try:
+        master.kill()
+        assert slave.wait_for_state("master", timeout_s=20)
+        producer, produced = _client(slave.port)
+        producer.send(
+            "/queue/late", "sent to the slave", headers={"persistent": "true", "receipt": "r"}
+        )
+        produced.wait_receipt("r")
+        producer.disconnect()
+        slave.stop()
+        shutil.rmtree(tmp_path / "m" / "master")
+        shutil.copytree(tmp_path / "s" / "slave", tmp_path / "m" / "master")
+        (tmp_path / "m" / "master" / "lock").unlink(missing_ok=True)
+        master.start(wait=False)
+        slave.start(as_slave=True)
+        assert master.wait_for_state("master")
+        consumer, consumed = _client(master.port)
+        consumer.subscribe("/queue/late", id="s", ack="auto")
+        (message,) = consumed.wait_messages(1)
+        assert message.body == "sent to the slave"
+        consumer.disconnect()
+    finally:
+        master.kill()
+        slave.kill()
