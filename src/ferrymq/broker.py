@@ -108,7 +108,10 @@ class Broker:
 
     def _new_service(self) -> BrokerService:
         fence = getattr(self.locker, "fence", None)
-        return BrokerService(self.config, store=self._store_override, fence=fence)
+        # A broker of a shared-store group steps down when its store fails (its lock was
+        # taken); any other broker stops for good.
+        on_halt = None if self.locker is not None else self.halted.set
+        return BrokerService(self.config, store=self._store_override, fence=fence, on_halt=on_halt)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -296,11 +299,7 @@ class Broker:
         stop = asyncio.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        waits = [
-            asyncio.ensure_future(stop.wait()),
-            asyncio.ensure_future(self.halted.wait()),
-            asyncio.ensure_future(self.service.halted.wait()),
-        ]
+        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.halted.wait())]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:

@@ -51,6 +51,13 @@ class BrokerStartError(Exception):
     """The broker cannot start; the message says what and where."""
 
 
+def _observed(future: asyncio.Future[None]) -> None:
+    """Mark a failure as seen: whoever waited on it is told through its own callbacks, and a
+    connection that closed meanwhile leaves nobody to read it."""
+    if not future.cancelled():
+        future.exception()
+
+
 def _copy_outcome(source: asyncio.Future[None], target: asyncio.Future[None]) -> None:
     if target.done():
         return
@@ -123,9 +130,12 @@ class BrokerService:
         config: BrokerConfig,
         *,
         store: MessageStore | None = None,
-        fence: Callable[[], None] | None = None,
+        fence: Callable[[], Any] | None = None,
+        on_halt: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
+        self._on_halt = on_halt
+        """Called when this service stops serving for good (its store failed)."""
         self.broker_id = config.broker_id or generate_broker_id()
         self.incarnation = f"{int(time.time() * 1000):x}"
         usage = config.system_usage
@@ -398,7 +408,9 @@ class BrokerService:
             # Pure master/slave: done when the slave has the batch too (seed 002).
             future = both_done(future, self.replica.replicate(ops))
         if barrier is not None:
+            barrier.add_done_callback(_observed)
             future.add_done_callback(lambda done: _copy_outcome(done, barrier))
+        future.add_done_callback(_observed)
         self.last_commit = future
 
     def _commit_done(self, future: asyncio.Future[None]) -> None:
@@ -430,6 +442,8 @@ class BrokerService:
     async def _stop_serving(self, reason: str) -> None:
         """Close every listener and connection; the broker process then stops (``halted``)."""
         self.halted.set()
+        if self._on_halt is not None:
+            self._on_halt()
         for listener in self.listeners:
             await listener.stop()
         for connection in list(self.connections.values()):
