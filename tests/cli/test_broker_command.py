@@ -60,7 +60,7 @@ def test_a_second_broker_on_the_same_store_waits_as_slave(tmp_path: Path) -> Non
         try:
             assert slave.state == "slave"
             assert any("waiting for the lock" in line and "lock" in line for line in slave.output)
-            with pytest.raises(OSError):
+            with pytest.raises(ConnectionRefusedError):
                 socket.create_connection(("127.0.0.1", slave.port), timeout=1).close()
         finally:
             slave.stop()
@@ -122,3 +122,26 @@ def test_stat_lists_destinations(tmp_path: Path, capsys: pytest.CaptureFixture[s
         rows = json.loads(capsys.readouterr().out)
     row = next(r for r in rows if r["name"] == "stat.me")
     assert (row["type"], row["depth"], row["enqueued"]) == ("queue", 3, 3)
+
+
+def test_stat_shows_the_role_of_master_and_slave(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """issue 4 "Roles are visible": master and slave of a shared-file group."""
+    ports = [free_port(), free_port()]
+    with BrokerProcess(
+        tmp_path / "data", name="group", extra_args=["--admin", f"127.0.0.1:{ports[0]}"]
+    ):
+        slave = BrokerProcess(
+            tmp_path / "data", name="group", extra_args=["--admin", f"127.0.0.1:{ports[1]}"]
+        ).start(as_slave=True)
+        try:
+            assert main(["stat", "--admin", f"http://127.0.0.1:{ports[0]}"]) == 0
+            master_line = capsys.readouterr().out.splitlines()[0]
+            assert main(["stat", "--admin", f"http://127.0.0.1:{ports[1]}"]) == 0
+            slave_line = capsys.readouterr().out.splitlines()[0]
+        finally:
+            slave.stop()
+    assert master_line.startswith("broker group: master; shared-file-locker")
+    assert "(held)" in master_line
+    assert slave_line.startswith("broker group: waiting for lock; shared-file-locker")

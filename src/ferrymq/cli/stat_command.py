@@ -32,9 +32,27 @@ def fetch(admin: str, path: str) -> Any:
         return json.load(response)
 
 
+def describe_role(broker: dict[str, Any]) -> str:
+    """One line: the broker's name, its master/slave role and the lock or link behind it."""
+    line = f"broker {broker.get('name')}: {broker.get('role', 'standalone')}"
+    lock = broker.get("lock")
+    if lock:
+        held = "held" if lock.get("held") else f"held by {lock.get('current_holder') or '?'}"
+        line += f"; {lock.get('locker')} {lock.get('resource')} ({held})"
+    replication = broker.get("replication")
+    if replication:
+        state = "attached" if replication.get("attached") else "connecting"
+        line += f"; replicating from {replication.get('master')} ({state})"
+    slave = broker.get("slave")
+    if slave:
+        line += f"; slave {slave.get('name')} {'in sync' if slave.get('in_sync') else 'syncing'}"
+    return line
+
+
 def run(args: argparse.Namespace) -> int:
     query = f"?type={args.type}" if args.type else ""
     try:
+        broker = fetch(args.admin, "/api/v1/broker")
         data = fetch(args.admin, "/api/v1/destinations" + query)
     except (urllib.error.URLError, OSError) as exc:
         print(f"ferrymq stat: cannot reach the admin API at {args.admin}: {exc}", file=sys.stderr)
@@ -44,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=2)
         print()
         return 0
+    print(describe_role(broker))
     header = ("TYPE", "NAME", "DEPTH", "ENQUEUED", "DEQUEUED", "CONSUMERS")
     table = [header] + [
         (
