@@ -23,7 +23,7 @@ def ferrymq_imports(path: Path) -> set[str]:
 
 
 def test_the_client_imports_only_stomp_and_util() -> None:
-    sources = sorted(PACKAGE_DIR.glob("*.py"))
+    sources = sorted(PACKAGE_DIR.rglob("*.py"))
     assert len(sources) >= 10
     for source in sources:
         for name in ferrymq_imports(source):

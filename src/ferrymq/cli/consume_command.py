@@ -64,7 +64,11 @@ def add_parser(commands: Any) -> None:
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", help="the broker, e.g. tcp://127.0.0.1:61613")
+    parser.add_argument(
+        "url",
+        help="the broker, e.g. tcp://127.0.0.1:61613, or several: "
+        "failover:(tcp://a:61613,tcp://b:61613)?randomize=false",
+    )
     parser.add_argument("--login", help="user name for CONNECT")
     parser.add_argument("--passcode", help="password for CONNECT")
 

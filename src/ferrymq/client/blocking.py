@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from ferrymq.client import factory
-from ferrymq.client.connection import DISCONNECT_TIMEOUT_S, Connection
+from ferrymq.client.connection import DISCONNECT_TIMEOUT_S, Connection, ConnectionStatistics
 from ferrymq.client.errors import ConnectionClosed
 from ferrymq.client.message import Message
 from ferrymq.client.subscription import Subscription
@@ -213,6 +213,22 @@ class BlockingConnection:
     @property
     def closed(self) -> bool:
         return self.connection.closed
+
+    @property
+    def remote_url(self) -> str:
+        """The broker the connection is on now (with failover, it changes)."""
+        return self.connection.remote_url
+
+    def statistics(self) -> ConnectionStatistics:
+        return self.connection.statistics()
+
+    def on_interrupted(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """As ``Connection.on_interrupted``; ``callback`` runs on the client's own thread."""
+        return self.connection.on_interrupted(callback)
+
+    def on_resumed(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """As ``Connection.on_resumed``; ``callback`` runs on the client's own thread."""
+        return self.connection.on_resumed(callback)
 
     def send(
         self,

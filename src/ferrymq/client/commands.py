@@ -69,6 +69,9 @@ class Acknowledge:
     nack: bool = False
     transaction: str | None = None
     receipt: str | None = None
+    generation: int | None = None
+    """The transport generation the message arrived on (``Transport.generation``): a failover
+    transport does not send an ack from an earlier one, whose message the broker released."""
 
 
 @dataclass(frozen=True, slots=True)

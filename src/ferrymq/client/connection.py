@@ -5,14 +5,22 @@ transactions, the producer id); the transport below owns sockets and tasks. Even
 through ``on_event``/``on_closed`` and are dispatched synchronously: a receipt resolves its
 waiter, a message goes to its subscription's queue, an ERROR goes to the call it answers or,
 answering none, closes the connection and is raised in every pending call and consumer.
+
+With a fault-tolerant transport (``failover:``, ``discovery:``, ``masterslave:``) the
+connection survives the loss of a broker: the transport reports ``on_transport_interrupted`` and
+``on_transport_resumed``, which the application can watch (``on_interrupted(callback)``,
+``on_resumed(callback)``), and restores subscriptions, in-flight sends and transactions on the
+next broker; the subscriptions drop stale deliveries and duplicates (``subscription``), and a
+commit the failover made impossible raises ``TransactionRolledBack`` (``failover.tracker``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import TracebackType
@@ -30,7 +38,12 @@ from ferrymq.client.commands import (
     Subscribe,
     Unsubscribe,
 )
-from ferrymq.client.errors import BrokerErrorFrame, ConnectionClosed, UsageError
+from ferrymq.client.errors import (
+    BrokerErrorFrame,
+    ClientError,
+    ConnectionClosed,
+    UsageError,
+)
 from ferrymq.client.message import Message
 from ferrymq.client.subscription import Subscription
 from ferrymq.client.transaction import Transaction
@@ -38,8 +51,12 @@ from ferrymq.client.transport import BrokerEvent, Transport, TransportStatistics
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
 
+log = logging.getLogger(__name__)
+
 DISCONNECT_TIMEOUT_S: Final = 10.0
 """How long ``disconnect`` waits for the broker's receipt before closing anyway."""
+
+Callback = Callable[[], None]
 
 
 class ConnectionState(Enum):
@@ -55,6 +72,10 @@ class ConnectionStatistics:
     messages_received: int
     subscriptions: int
     transport: TransportStatistics
+    interruptions: int = 0
+    """Times the transport lost its broker (each is followed by a resume or the close)."""
+    duplicates_dropped: int = 0
+    """Redeliveries of acknowledged messages not handed to the application."""
 
 
 class Connection:
@@ -76,7 +97,12 @@ class Connection:
         self._close_reason: ConnectionClosed | None = None
         self._last_error: BrokerErrorFrame | None = None
         self._closed_event = asyncio.Event()
-        self._sent = self._received = 0
+        self._sent = self._received = self._interruptions = self._duplicates = 0
+        self._transaction_acks: dict[str, list[Message]] = {}
+        """Messages acknowledged in each open transaction: audited once it commits."""
+        self._on_interrupted: list[Callback] = []
+        self._on_resumed: list[Callback] = []
+        self._background: set[asyncio.Task[None]] = set()
 
     async def _open(self) -> Self:
         self._connected = await self._transport.open(self)
@@ -114,8 +140,23 @@ class Connection:
 
     def statistics(self) -> ConnectionStatistics:
         return ConnectionStatistics(
-            self._sent, self._received, len(self._subscriptions), self._transport.statistics()
+            self._sent,
+            self._received,
+            len(self._subscriptions),
+            self._transport.statistics(),
+            self._interruptions,
+            self._duplicates,
         )
+
+    def on_interrupted(self, callback: Callback) -> Callback:
+        """Call ``callback`` (on the event loop, must not block) each time the transport loses
+        its broker; returns a function that unregisters it."""
+        return _register(self._on_interrupted, callback)
+
+    def on_resumed(self, callback: Callback) -> Callback:
+        """Call ``callback`` each time the transport is on a broker again with the
+        connection's state restored (``remote_url`` says which)."""
+        return _register(self._on_resumed, callback)
 
     # ---- producing ----
 
@@ -191,6 +232,8 @@ class Connection:
         if ack not in h.ACK_MODES:
             raise UsageError(f"unknown ack mode {ack!r} (auto, client, client-individual)")
         sub_id = id if id is not None else f"sub-{next(self._subscription_seq)}"
+        if sub_id == h.CLUSTER_UPDATES_SUBSCRIPTION:
+            raise UsageError(f"subscription id {sub_id!r} is reserved for cluster updates")
         if sub_id in self._subscriptions:
             raise UsageError(f"subscription id {sub_id!r} is already in use")
         out = dict(headers) if headers else {}
@@ -251,8 +294,32 @@ class Connection:
     ) -> None:
         """Called by ``Message.ack``/``nack``."""
         receipt_id = self._next_receipt() if receipt else None
-        command = Acknowledge(message.event, nack, _transaction_id(transaction), receipt_id)
+        tx = _transaction_id(transaction)
+        command = Acknowledge(message.event, nack, tx, receipt_id, message.generation)
+        self._check_open()
+        if tx is None:
+            message._subscription._acknowledged(message)
+        else:
+            self._transaction_acks.setdefault(tx, []).append(message)
         await self._call(command, receipt_id)
+
+    def _drop_duplicate(self, event: MessageEvent, generation: int, *, acknowledge: bool) -> None:
+        """A redelivery of a message the application already acknowledged (``Subscription``):
+        count it and, with ``acknowledge``, acknowledge it without a receipt and without
+        making anyone wait."""
+        self._duplicates += 1
+        if not acknowledge or self.state is not ConnectionState.OPEN:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._transport.write(Acknowledge(event, generation=generation))
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("acknowledging a duplicate failed: %s", task.exception())
 
     # ---- transactions ----
 
@@ -270,7 +337,11 @@ class Connection:
     async def _end_transaction(self, transaction: Transaction, *, commit: bool) -> None:
         receipt_id = self._next_receipt()
         end = Commit if commit else Abort
+        acked = self._transaction_acks.pop(transaction.id, [])
         await self._call(end(transaction.id, receipt_id), receipt_id)
+        if commit:
+            for message in acked:
+                message._subscription._acknowledged(message)
 
     # ---- closing ----
 
@@ -323,7 +394,7 @@ class Connection:
                 subscription = self._subscriptions.get(event.subscription or "")
                 if subscription is not None:
                     self._received += 1
-                    subscription._deliver(event)
+                    subscription._deliver(event, self._transport.generation)
             case ReceiptEvent():
                 waiter = self._receipts.pop(event.receipt_id, None)
                 if waiter is not None and not waiter.done():
@@ -341,6 +412,23 @@ class Connection:
         reason = ConnectionClosed(f"the broker sent ERROR: {error.message}", error=error)
         self._shutdown(reason, error)
         self._transport.abort()
+
+    def on_transport_interrupted(self) -> None:
+        self._interruptions += 1
+        for subscription in list(self._subscriptions.values()):
+            subscription._interrupted()
+            if subscription.browser:
+                self._forget(subscription)
+        _notify(self._on_interrupted, "interrupted")
+
+    def on_transport_resumed(self, connected: Connected) -> None:
+        self._connected = connected
+        _notify(self._on_resumed, "resumed")
+
+    def on_request_failed(self, receipt_id: str, error: ClientError) -> None:
+        waiter = self._receipts.pop(receipt_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
 
     def on_closed(self, error: ConnectionClosed) -> None:
         if self.state is ConnectionState.DISCONNECTING:
@@ -365,6 +453,8 @@ class Connection:
         subscriptions, self._subscriptions = self._subscriptions, {}
         for subscription in subscriptions.values():
             subscription._finish(raised)
+        for task in list(self._background):
+            task.cancel()
         self._closed_event.set()
 
     def _check_open(self) -> None:
@@ -399,6 +489,24 @@ class Connection:
                 waiter.exception()  # retrieved here even when write() raised first
             else:
                 waiter.cancel()
+
+
+def _register(callbacks: list[Callback], callback: Callback) -> Callback:
+    callbacks.append(callback)
+
+    def unregister() -> None:
+        if callback in callbacks:
+            callbacks.remove(callback)
+
+    return unregister
+
+
+def _notify(callbacks: list[Callback], what: str) -> None:
+    for callback in list(callbacks):
+        try:
+            callback()
+        except Exception:
+            log.exception("an on_%s callback failed", what)
 
 
 def _transaction_id(transaction: Transaction | str | None) -> str | None:

@@ -12,8 +12,12 @@ application asking for something that cannot work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ferrymq.stomp.events import ErrorEvent
+
+if TYPE_CHECKING:
+    from ferrymq.client.transport import ConnectAttempt
 
 
 @dataclass(eq=False)
@@ -72,9 +76,11 @@ class ConnectionClosed(ClientError):  # noqa: N818 - the API's name (see the mod
 @dataclass(eq=False)
 class ConnectFailedError(ClientError):
     """No connection could be made to ``url``: refused, unreachable, timed out, or cut off
-    before the broker answered CONNECT."""
+    before the broker answered CONNECT. From a failover transport, ``attempts`` lists every
+    try of every pass."""
 
     url: str = ""
+    attempts: tuple[ConnectAttempt, ...] = ()
 
     def __str__(self) -> str:
         return f"cannot connect to {self.url}: {self.message}"
@@ -100,3 +106,20 @@ class SubscriptionClosedError(ClientError):
 class UsageError(ClientError):
     """The application asked for something this connection cannot do (NACK in STOMP 1.0,
     NACK of an auto-acknowledged message, a header STOMP 1.0 cannot carry, ...)."""
+
+
+@dataclass(eq=False)
+class TransactionRolledBack(ClientError):  # noqa: N818 - JMS's name (TransactionRolledBackException)
+    """A commit that did not happen: the broker rolled the transaction back, or a failover
+    made its outcome unknown or its acknowledgements stale (ActiveMQ's wording). Nothing of the
+    transaction took effect as far as the application can rely on; it may run it again."""
+
+    transaction: str = ""
+
+
+@dataclass(eq=False)
+class FailoverTimeoutError(ClientError):
+    """A send waited ``timeout`` ms (a failover option) for a connection to a broker and got
+    none. The connection stays open and keeps reconnecting."""
+
+    timeout_ms: int = 0

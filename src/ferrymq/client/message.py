@@ -26,14 +26,20 @@ class Message:
         "body",
         "destination",
         "event",
+        "generation",
         "headers",
         "message_id",
         "subscription",
     )
 
-    def __init__(self, event: MessageEvent, subscription: Subscription) -> None:
+    def __init__(
+        self, event: MessageEvent, subscription: Subscription, generation: int = 0
+    ) -> None:
         self.event = event
         """The decoded frame, as the STOMP session gave it (what ACK and NACK are built from)."""
+        self.generation = generation
+        """The transport generation it arrived on: after a failover its ack is not sent (the
+        broker released the message and redelivers it)."""
         self._subscription = subscription
         self.destination = event.destination
         self.message_id = event.message_id

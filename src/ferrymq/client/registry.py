@@ -1,7 +1,7 @@
 """URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
 
-Issue 3 adds ``failover``, ``discovery``, ``masterslave`` and ``fanout`` here; until then they
-are refused by name rather than as unknown.
+Schemes FerryMQ will support later (``fanout``, ``ssl``, ``vm``) are refused by name rather
+than as unknown.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ferrymq.client.commands import ConnectionInfo
+from ferrymq.client.discovery import discovery_transport
 from ferrymq.client.errors import BrokerURLError
+from ferrymq.client.failover.urls import failover_transport, masterslave_transport
 from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import Transport
 from ferrymq.util.uri import URI, AnyURI, URIError, parse_uri
@@ -27,12 +29,16 @@ def _tcp(uri: AnyURI, info: ConnectionInfo) -> Transport:
     return TcpTransport(uri, info, tcp_options(uri))
 
 
-TRANSPORTS: dict[str, TransportFactory] = {"tcp": _tcp, "stomp": _tcp}
+TRANSPORTS: dict[str, TransportFactory] = {
+    "tcp": _tcp,
+    "stomp": _tcp,
+    "failover": failover_transport,
+    "discovery": discovery_transport,
+    "masterslave": masterslave_transport,
+}
 """Schemes the client can open, lower case."""
 
-PLANNED: frozenset[str] = frozenset(
-    {"failover", "discovery", "masterslave", "fanout", "static", "ssl", "stomp+ssl", "vm"}
-)
+PLANNED: frozenset[str] = frozenset({"fanout", "static", "ssl", "stomp+ssl", "vm"})
 """ActiveMQ schemes FerryMQ will support, refused for now with a message saying so."""
 
 

@@ -5,16 +5,34 @@ sending once that many messages are unacknowledged, so the local queue stays bou
 ``auto`` mode the broker counts a message as consumed once written, so nothing bounds the queue
 but the application's pace, and what is still queued when the connection ends is lost (the
 at-most-once of STOMP's auto mode in ActiveMQ).
+
+Across a failover (ActiveMQ's consumer audit, reference §1.6-1.7), in the ``client`` modes:
+
+* messages received but not yet taken by the application are dropped at the interruption: the
+  broker released them and redelivers them;
+* what the application acknowledged enters a bounded audit (``AUDIT_DEPTH`` per subscription,
+  keyed by destination and producer message id, else message id); a redelivery of an audited
+  message is not handed to the application. In ``client-individual`` mode it is acknowledged
+  to the broker so the broker forgets it. In ``client`` mode an ACK is cumulative, so the
+  duplicate is acknowledged only while every message delivered before it since the failover
+  was a duplicate too; otherwise the application's next ACK covers it, and until then it holds
+  one prefetch slot;
+* acks inside a transaction enter the audit only once the commit succeeded.
+
+In ``auto`` mode the broker counted a message as consumed once it wrote it, so queued
+messages are kept and nothing is redelivered. A browse cannot resume: it ends with
+``SubscriptionClosedError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Final, Self
 
 from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, UsageError
 from ferrymq.client.message import Message
-from ferrymq.stomp.constants import ACK_AUTO, BROWSER
+from ferrymq.stomp.constants import ACK_AUTO, ACK_CLIENT, BROWSER, FERRYMQ_PRODUCER_MESSAGE_ID
 from ferrymq.stomp.events import MessageEvent
 
 if TYPE_CHECKING:
@@ -23,6 +41,16 @@ if TYPE_CHECKING:
 
 BROWSE_END: Final = "end"
 """ActiveMQ ends a browse with an empty MESSAGE carrying ``browser:end``."""
+AUDIT_DEPTH: Final = 2048
+"""Acknowledged messages remembered per subscription (ActiveMQ's ``auditDepth``)."""
+
+AuditKey = tuple[str, str]
+
+
+def audit_key(event: MessageEvent) -> AuditKey:
+    """The same message whichever broker delivers it: the producer's id for it (a re-sent
+    copy has the same), else the broker's message id."""
+    return (event.destination, event.headers.get(FERRYMQ_PRODUCER_MESSAGE_ID) or event.message_id)
 
 
 class _End:
@@ -56,6 +84,12 @@ class Subscription:
         self._browse_ended = False
         self._queue: asyncio.Queue[Message | _End] = asyncio.Queue()
         self._end: _End | None = None
+        self._audit: OrderedDict[AuditKey, None] = OrderedDict()
+        self._taken: deque[Message] = deque(maxlen=AUDIT_DEPTH)
+        """``client`` mode: taken by the application and not yet acknowledged, in order."""
+        self._fresh = False
+        """A message that is not a duplicate was delivered since the last failover."""
+        self.duplicates_dropped = 0
 
     @property
     def closed(self) -> bool:
@@ -65,16 +99,50 @@ class Subscription:
 
     # ---- what the connection feeds in ----
 
-    def _deliver(self, event: MessageEvent) -> None:
+    def _deliver(self, event: MessageEvent, generation: int = 0) -> None:
         if self._end is not None:
             return
-        if self.browser and event.headers.get(BROWSER) == BROWSE_END:
-            # The broker keeps a finished browser's id until UNSUBSCRIBE (ActiveMQ's Stomp12Test
-            # testQueueBrowerSubscription): the reader who reaches the end sends it.
-            self._browse_ended = True
-            self._finish(None)
+        if self.browser:
+            if event.headers.get(BROWSER) == BROWSE_END:
+                # The broker keeps a finished browser's id until UNSUBSCRIBE (ActiveMQ's
+                # Stomp12Test testQueueBrowerSubscription): the reader at the end sends it.
+                self._browse_ended = True
+                self._finish(None)
+                return
+        elif self.ack_mode != ACK_AUTO:
+            if audit_key(event) in self._audit:
+                self.duplicates_dropped += 1
+                acknowledge = self.ack_mode != ACK_CLIENT or not self._fresh
+                self.connection._drop_duplicate(event, generation, acknowledge=acknowledge)
+                return
+            self._fresh = True
+        self._queue.put_nowait(Message(event, self, generation))
+
+    def _interrupted(self) -> None:
+        """The connection's transport lost its broker (module docstring)."""
+        if self._end is not None:
             return
-        self._queue.put_nowait(Message(event, self))
+        if self.browser:
+            self._finish(SubscriptionClosedError("the browse was interrupted by a failover"))
+            return
+        self._fresh = False
+        if self.ack_mode != ACK_AUTO:
+            self._drain()
+
+    def _acknowledged(self, message: Message) -> None:
+        """The application settled ``message``: remember it (and, in ``client`` mode, every
+        message it took before it)."""
+        audit = self._audit
+        if self.ack_mode == ACK_CLIENT and message in self._taken:
+            while self._taken:
+                taken = self._taken.popleft()
+                audit[audit_key(taken.event)] = None
+                if taken is message:
+                    break
+        else:
+            audit[audit_key(message.event)] = None
+        while len(audit) > AUDIT_DEPTH:
+            audit.popitem(last=False)
 
     def _finish(self, error: BaseException | None) -> None:
         """End the stream: after what is queued, ``error`` is raised (None: iteration stops)."""
@@ -95,18 +163,20 @@ class Subscription:
         else:
             async with asyncio.timeout(timeout):
                 item = await self._queue.get()
-        if isinstance(item, _End):
-            self._queue.put_nowait(item)  # every later call sees the end too
-            if self._browse_ended:
-                self._browse_ended = False
-                await self.connection._unsubscribe(self, durable=False, receipt=False)
-            if item.error is not None:
-                raise item.error
-            reason = self.connection.close_reason
-            if reason is not None:
-                raise ConnectionClosed(reason.message, error=reason.error)
-            raise SubscriptionClosedError(f"subscription {self.id} to {self.destination} ended")
-        return item
+        if isinstance(item, Message):
+            if self.ack_mode == ACK_CLIENT:
+                self._taken.append(item)
+            return item
+        self._queue.put_nowait(item)  # every later call sees the end too
+        if self._browse_ended:
+            self._browse_ended = False
+            await self.connection._unsubscribe(self, durable=False, receipt=False)
+        if item.error is not None:
+            raise item.error
+        reason = self.connection.close_reason
+        if reason is not None:
+            raise ConnectionClosed(reason.message, error=reason.error)
+        raise SubscriptionClosedError(f"subscription {self.id} to {self.destination} ended")
 
     def __aiter__(self) -> Self:
         return self
@@ -138,8 +208,12 @@ class Subscription:
         await self.connection._unsubscribe(self, durable=durable, receipt=receipt)
 
     def _drain(self) -> None:
+        """Drop the queued messages (never the end marker, which comes last)."""
         while not self._queue.empty():
-            self._queue.get_nowait()
+            item = self._queue.get_nowait()
+            if isinstance(item, _End):
+                self._queue.put_nowait(item)
+                return
 
     async def _settle(
         self,

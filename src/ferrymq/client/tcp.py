@@ -41,6 +41,7 @@ DEFAULT_PORT = 61613
 READ_BYTES = 256 * 1024
 WRITE_HIGH_WATER_BYTES = 1024 * 1024
 """``write`` waits while more than this is queued and not yet taken by the socket."""
+MAX_INACTIVITY = "wireFormat.maxInactivityDuration"
 HEART_BEAT_GRACE = 1.5
 """Silence allowed beyond the broker's heart-beat interval before the connection counts as
 dead (stomp.py uses the same factor; ActiveMQ's broker side calls it hbGracePeriodMultiplier)."""
@@ -56,6 +57,10 @@ class TcpOptions:
     """``keepAlive``: SO_KEEPALIVE on the socket."""
     tcp_no_delay: bool = True
     """``tcpNoDelay``: TCP_NODELAY (asyncio's default; frames are already coalesced)."""
+    max_inactivity_ms: int | None = None
+    """``wireFormat.maxInactivityDuration`` (ms, 0 = off): ActiveMQ's inactivity monitor,
+    here the STOMP heart-beat both ways (``heart-beat: N,N``) in place of the connection's
+    own; seed 000 Example 2.4 sets it on every member of a failover URL."""
 
 
 def tcp_options(uri: URI) -> TcpOptions:
@@ -81,6 +86,12 @@ def tcp_options(uri: URI) -> TcpOptions:
                     part=name,
                 )
             options = replace(options, connection_timeout_s=int(value) / 1000 or None)
+        elif name == MAX_INACTIVITY:
+            if not (value.isascii() and value.isdigit()):
+                raise BrokerURLError(
+                    f"option {name} must be milliseconds, got {value!r}", url=raw, part=name
+                )
+            options = replace(options, max_inactivity_ms=int(value))
         elif name in ("keepAlive", "tcpNoDelay"):
             if value.lower() not in ("true", "false"):
                 raise BrokerURLError(
@@ -93,7 +104,7 @@ def tcp_options(uri: URI) -> TcpOptions:
                 else replace(options, tcp_no_delay=flag)
             )
         else:
-            known = "connectionTimeout, keepAlive, tcpNoDelay"
+            known = f"connectionTimeout, keepAlive, tcpNoDelay, {MAX_INACTIVITY}"
             raise BrokerURLError(
                 f"unknown option {name!r} for {uri.scheme}: (known: {known})", url=raw, part=name
             )
@@ -105,8 +116,11 @@ class TcpTransport:
         self._host = uri.host or ""
         self._port = uri.port if uri.port is not None else DEFAULT_PORT
         self._url = f"{uri.scheme}://{_host_text(self._host)}:{self._port}"
-        self._info = info
         self._options = options if options is not None else tcp_options(uri)
+        if self._options.max_inactivity_ms is not None:
+            beat = self._options.max_inactivity_ms
+            info = replace(info, heart_beat=(beat, beat))
+        self._info = info
         self._session = ClientSession()
         self._listener: TransportListener | None = None
         self._reader: asyncio.StreamReader | None = None
@@ -129,7 +143,42 @@ class TcpTransport:
     def remote_url(self) -> str:
         return self._url
 
+    @property
+    def generation(self) -> int:
+        """One socket, one generation: messages can never outlive it here."""
+        return 0
+
+    @property
+    def options(self) -> TcpOptions:
+        return self._options
+
     # ---- opening ----
+
+    async def preconnect(self) -> None:
+        """Open the TCP connection only; ``open`` then sends CONNECT on it. A failover
+        transport's standby for a connection with a client-id, which the broker allows only
+        once: the broker closes such a socket after its connect timeout (30 s)."""
+        if self._writer is not None:
+            raise UsageError("already connected")
+        try:
+            async with asyncio.timeout(self._info.connect_timeout_s):
+                await self._connect_socket()
+        except TimeoutError:
+            self._drop_socket()
+            raise ConnectFailedError(
+                "timed out opening the TCP connection", url=self._url
+            ) from None
+        except OSError as exc:
+            self._drop_socket()
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise ConnectFailedError(reason, url=self._url) from exc
+
+    async def _connect_socket(self) -> None:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(self._host, self._port), self._options.connection_timeout_s
+        )
+        self._reader, self._writer = reader, writer
+        self._configure_socket()
 
     async def open(self, listener: TransportListener) -> Connected:
         if self._listener is not None:
@@ -139,12 +188,10 @@ class TcpTransport:
         stage = "the TCP connection"
         try:
             async with asyncio.timeout(info.connect_timeout_s):
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self._host, self._port),
-                    self._options.connection_timeout_s,
-                )
-                self._reader, self._writer = reader, writer
-                self._configure_socket()
+                if self._writer is None:
+                    await self._connect_socket()
+                writer = self._writer
+                assert writer is not None
                 stage = "CONNECTED from the broker"
                 writer.write(
                     self._session.connect_frame(

@@ -6,7 +6,7 @@ import contextlib
 from enum import Enum
 from typing import TYPE_CHECKING, Self
 
-from ferrymq.client.errors import ClientError, UsageError
+from ferrymq.client.errors import ClientError, TransactionRolledBack, UsageError
 
 if TYPE_CHECKING:
     from ferrymq.client.connection import Connection
@@ -40,10 +40,19 @@ class Transaction:
         return self
 
     async def commit(self) -> None:
-        """COMMIT, and wait for the broker's receipt (everything in it is then durable)."""
+        """COMMIT, and wait for the broker's receipt (everything in it is then durable).
+
+        Raises ``TransactionRolledBack`` when a failover rolled the transaction back (it had
+        acknowledged messages, or its commit was in doubt): the transaction is then aborted,
+        and the application may run it again.
+        """
         self._check_active()
         self.state = TransactionState.COMMITTED
-        await self.connection._end_transaction(self, commit=True)
+        try:
+            await self.connection._end_transaction(self, commit=True)
+        except TransactionRolledBack:
+            self.state = TransactionState.ABORTED
+            raise
 
     async def abort(self) -> None:
         self._check_active()

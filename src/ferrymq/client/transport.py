@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ferrymq.client.commands import Command
-from ferrymq.client.errors import ConnectionClosed
+from ferrymq.client.errors import ClientError, ConnectionClosed
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
 
 BrokerEvent = MessageEvent | ReceiptEvent | ErrorEvent
@@ -31,6 +31,32 @@ class TransportListener(Protocol):
         """The transport is gone for good and will report nothing more (not called when the
         listener itself closed it)."""
 
+    def on_transport_interrupted(self) -> None:
+        """A fault-tolerant transport lost its broker and is reconnecting (ActiveMQ's
+        ``transportInterupted``): called before any reconnect attempt, after ``generation``
+        has moved on. What the broker delivered before is stale from now on."""
+
+    def on_transport_resumed(self, connected: Connected) -> None:
+        """Reconnected and the connection's state restored (``transportResumed``);
+        ``connected`` is the new broker's CONNECTED."""
+
+    def on_request_failed(self, receipt_id: str, error: ClientError) -> None:
+        """The transport answers the command that asked for ``receipt_id`` itself, with a
+        failure (a commit that a failover rolled back, for instance)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectAttempt:
+    """One try at one broker by a failover transport."""
+
+    url: str
+    pass_number: int
+    """The pass of the connect episode it belongs to (1-based)."""
+    started_at: float
+    """Monotonic (the event loop's clock), in seconds."""
+    error: str | None = None
+    """Why it failed; None for the attempt that connected."""
+
 
 @dataclass(frozen=True, slots=True)
 class TransportStatistics:
@@ -43,6 +69,21 @@ class TransportStatistics:
     """Negotiated: we send something at least this often (0: never)."""
     receive_timeout_ms: int
     """Negotiated: the broker sends something at least this often (0: not checked)."""
+    remote_url: str = ""
+    """The broker connected to now (the last one while reconnecting)."""
+    failovers: int = 0
+    """Times a fault-tolerant transport moved to a (possibly the same) broker after a loss or
+    on request (priority, rebalance)."""
+    reconnect_attempts: int = 0
+    """Connect attempts after the first connection, failed or not."""
+    connect_attempts: tuple[ConnectAttempt, ...] = ()
+    """The most recent attempts, oldest first (a bounded history)."""
+    updated_urls: tuple[str, ...] = ()
+    """Brokers learnt from a broker (``ferrymq.cluster-brokers``) or ``updateURIsURL``."""
+    standbys: int = 0
+    """Standby connections held (``backup``, ``priorityBackup``)."""
+    replayed_commands: int = 0
+    """Commands written again to a new broker (subscriptions, sends, transactions)."""
 
 
 class Transport(Protocol):
@@ -52,6 +93,12 @@ class Transport(Protocol):
     @property
     def remote_url(self) -> str:
         """The broker this transport is connected to now, as a URL."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """How many times the transport lost its broker; messages carry the generation they
+        arrived on, so an ack from before a failover is known to be stale."""
         ...
 
     async def open(self, listener: TransportListener) -> Connected:

@@ -1,0 +1,228 @@
+"""``discovery:(agentURI)?options``: a failover transport whose broker list an agent supplies.
+
+A ``DiscoveryAgent`` announces brokers to its listener (``on_service_add``/``_remove``) and is
+told when one failed (``service_failed``), as ActiveMQ's ``DiscoveryAgent``/
+``DiscoveryListener`` (reference §3.1). This module has the protocol and the static agent
+(``static:(uri,...)`` and ``simple:(uri,...)``); the multicast, zeroconf and registry agents of
+the discovery issue implement the same protocol.
+
+The ``discovery:`` options are the failover options (Table 2.3's at Table 2.3's defaults);
+every option it does not recognise, and every ``discovered.X``, is set on each discovered URI
+(seed 000 "Setting options on the discovered transports").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ferrymq.client.commands import Command, ConnectionInfo
+from ferrymq.client.errors import BrokerURLError
+from ferrymq.client.failover.options import (
+    DiscoveryOptions,
+    StaticAgentOptions,
+    discovery_options,
+    inject,
+    static_agent_options,
+)
+from ferrymq.client.failover.transport import FailoverTransport
+from ferrymq.client.failover.urls import check_members
+from ferrymq.client.transport import TransportListener, TransportStatistics
+from ferrymq.stomp.events import Connected
+from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
+
+log = logging.getLogger(__name__)
+
+STATIC_AGENT_SCHEMES = frozenset({"static", "simple"})
+PLANNED_AGENT_SCHEMES = frozenset({"multicast", "zeroconf", "rendezvous", "masterslave", "http"})
+
+
+class DiscoveryListener(Protocol):
+    def on_service_add(self, uri: str) -> None:
+        """A broker is available at ``uri``."""
+
+    def on_service_remove(self, uri: str) -> None:
+        """The broker at ``uri`` went away."""
+
+
+class DiscoveryAgent(Protocol):
+    """Finds brokers and tells a listener (ActiveMQ's ``DiscoveryAgent``)."""
+
+    async def start(self, listener: DiscoveryListener) -> None:
+        """Begin announcing; services known at once are announced before this returns."""
+        ...
+
+    async def stop(self) -> None: ...
+
+    def service_failed(self, uri: str) -> None:
+        """The user of ``uri`` lost it; the agent removes it and may announce it again."""
+        ...
+
+
+@dataclass(slots=True)
+class _Service:
+    uri: str
+    failures: int = 0
+    announced_at: float = 0.0
+    retry: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class StaticDiscoveryAgent:
+    """``static:(uri,...)`` / ``simple:(uri,...)``: a fixed list, announced at ``start``; a
+    failed service is removed and announced again after a back-off (reference §3.2), which is
+    how a static network connector retries for ever."""
+
+    def __init__(self, uris: Sequence[str], options: StaticAgentOptions | None = None) -> None:
+        self.options = options if options is not None else StaticAgentOptions()
+        self._services = {uri: _Service(uri) for uri in uris}
+        self._listener: DiscoveryListener | None = None
+
+    async def start(self, listener: DiscoveryListener) -> None:
+        self._listener = listener
+        now = asyncio.get_running_loop().time()
+        for service in self._services.values():
+            service.announced_at = now
+            listener.on_service_add(service.uri)
+
+    async def stop(self) -> None:
+        self._listener = None
+        tasks = [s.retry for s in self._services.values() if s.retry is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    def service_failed(self, uri: str) -> None:
+        service = self._services.get(uri)
+        listener = self._listener
+        if service is None or listener is None or service.retry is not None:
+            return
+        listener.on_service_remove(uri)
+        options = self.options
+        now = asyncio.get_running_loop().time()
+        if (now - service.announced_at) * 1000 < options.min_connect_time_ms:
+            service.failures += 1
+        else:
+            service.failures = 1
+        if options.max_reconnect_attempts and service.failures > options.max_reconnect_attempts:
+            log.warning("static discovery: giving up %s after %d failures", uri, service.failures)
+            return
+        service.retry = asyncio.get_running_loop().create_task(
+            self._announce_later(service, self.delay_ms(service.failures) / 1000)
+        )
+
+    def delay_ms(self, failures: int) -> int:
+        """The wait before announcing a service again after ``failures`` quick failures."""
+        options = self.options
+        delay = float(options.initial_reconnect_delay_ms)
+        if options.use_exponential_back_off:
+            for _ in range(failures - 1):
+                delay = min(delay * options.back_off_multiplier, options.max_reconnect_delay_ms)
+        return int(delay)
+
+    async def _announce_later(self, service: _Service, delay_s: float) -> None:
+        try:
+            await asyncio.sleep(delay_s)
+        finally:
+            service.retry = None
+        if self._listener is not None:
+            service.announced_at = asyncio.get_running_loop().time()
+            self._listener.on_service_add(service.uri)
+
+
+class DiscoveryTransport:
+    """A ``FailoverTransport`` over what its agent announces."""
+
+    def __init__(
+        self, agent: DiscoveryAgent, options: DiscoveryOptions, info: ConnectionInfo, *, url: str
+    ) -> None:
+        self.agent = agent
+        self.discovered_options = options.discovered
+        self.failover = FailoverTransport([], options.failover, info, url=url)
+
+    # DiscoveryListener
+
+    def on_service_add(self, uri: str) -> None:
+        parsed = _service_uri(uri)
+        if parsed is not None:
+            self.failover.add_uri(inject(parsed, self.discovered_options))
+
+    def on_service_remove(self, uri: str) -> None:
+        parsed = _service_uri(uri)
+        if parsed is not None:
+            self.failover.remove_uri(parsed)
+
+    # Transport
+
+    @property
+    def remote_url(self) -> str:
+        return self.failover.remote_url
+
+    @property
+    def generation(self) -> int:
+        return self.failover.generation
+
+    async def open(self, listener: TransportListener) -> Connected:
+        await self.agent.start(self)
+        try:
+            return await self.failover.open(listener)
+        except BaseException:
+            await self.agent.stop()
+            raise
+
+    async def write(self, command: Command) -> None:
+        await self.failover.write(command)
+
+    def abort(self) -> None:
+        self.failover.abort()
+
+    async def close(self) -> None:
+        await self.failover.close()
+        await self.agent.stop()
+
+    def statistics(self) -> TransportStatistics:
+        return self.failover.statistics()
+
+
+def _service_uri(text: str) -> URI | None:
+    try:
+        parsed = parse_uri(text)
+    except URIError as exc:
+        log.warning("discovery: ignoring service %r: %s", text, exc)
+        return None
+    if not isinstance(parsed, URI):
+        log.warning("discovery: ignoring service %r: not a broker URI", text)
+        return None
+    return parsed
+
+
+def discovery_transport(uri: AnyURI, info: ConnectionInfo) -> DiscoveryTransport:
+    """Build the transport for a ``discovery:`` URL, checking all of it first."""
+    url = uri.raw or str(uri)
+    if not isinstance(uri, CompositeURI) or len(uri.components) != 1:
+        raise BrokerURLError(
+            "discovery: names one agent: discovery:(static:(tcp://HOST:PORT,...))?options",
+            url=url,
+            part=uri.scheme,
+        )
+    options = discovery_options(uri.options, url=url)
+    agent_uri = uri.components[0]
+    scheme = agent_uri.scheme.lower()
+    if scheme in STATIC_AGENT_SCHEMES and isinstance(agent_uri, CompositeURI):
+        injected = {**options.discovered, **options.failover.nested}
+        members = check_members(agent_uri, injected, url=url, what=f"{scheme}:")
+        agent_options = static_agent_options(agent_uri.options, url=url)
+        agent = StaticDiscoveryAgent([str(member) for member in members], agent_options)
+        return DiscoveryTransport(agent, options, info, url=url)
+    if scheme in PLANNED_AGENT_SCHEMES:
+        raise BrokerURLError(
+            f"the {scheme}: discovery agent is not supported yet", url=url, part=scheme
+        )
+    raise BrokerURLError(
+        f"unknown discovery agent {agent_uri.scheme!r} (supported: static:, simple:)",
+        url=url,
+        part=agent_uri.scheme,
+    )

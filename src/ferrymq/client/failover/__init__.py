@@ -1,0 +1,30 @@
+"""Failover: ``failover:``, ``masterslave:`` and (with ``ferrymq.client.discovery``)
+``discovery:`` URLs, as ActiveMQ's FailoverTransport (seed 000 §2.1, reference §1).
+
+``options`` reads the URL strictly, ``policy`` decides (pure), ``tracker`` keeps what to replay
+(pure), ``transport`` is the loop that connects, replays and moves, ``standby`` keeps the
+``backup``/``priorityBackup`` connections.
+"""
+
+from ferrymq.client.failover.options import (
+    DiscoveryOptions,
+    FailoverOptions,
+    StaticAgentOptions,
+    discovery_options,
+    failover_options,
+)
+from ferrymq.client.failover.policy import ReconnectPolicy, broker_key
+from ferrymq.client.failover.tracker import StateTracker
+from ferrymq.client.failover.transport import FailoverTransport
+
+__all__ = [
+    "DiscoveryOptions",
+    "FailoverOptions",
+    "FailoverTransport",
+    "ReconnectPolicy",
+    "StateTracker",
+    "StaticAgentOptions",
+    "broker_key",
+    "discovery_options",
+    "failover_options",
+]

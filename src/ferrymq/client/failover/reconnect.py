@@ -1,0 +1,335 @@
+"""The failover loop's steps: connect passes, restoring a connection on a new broker, and
+planned moves (to a priority broker, or on a broker's request).
+
+``FailoverTransport`` holds the state and routes the events; its supervisor task calls these
+steps one at a time, so two of them never run together. The decisions (which broker, how long
+to wait, when to give up) are the ``ReconnectPolicy``'s, what to replay the ``StateTracker``'s.
+
+A planned move first opens the new broker, then holds new writes, sends DISCONNECT to the old
+broker and waits for its receipt: what was in flight there is settled (and receipted) before
+the move, instead of being replayed and stored twice on two brokers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from asyncio import FIRST_COMPLETED
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Final
+
+from ferrymq.client.commands import Disconnect
+from ferrymq.client.errors import (
+    BrokerErrorFrame,
+    BrokerURLError,
+    ClientError,
+    ConnectFailedError,
+    ConnectionClosed,
+    UsageError,
+)
+from ferrymq.client.failover.link import Link, Role
+from ferrymq.client.failover.policy import broker_key
+from ferrymq.client.failover.tracker import SubscriptionReplay
+from ferrymq.client.failover.updates import read_uri_list
+from ferrymq.client.transport import ConnectAttempt
+from ferrymq.stomp.events import ErrorEvent, ReceiptEvent
+from ferrymq.util.uri import URI
+
+if TYPE_CHECKING:
+    from ferrymq.client.failover.transport import FailoverTransport
+
+log = logging.getLogger(__name__)
+
+EMPTY_PASS_FLOOR_S: Final = 0.1
+"""A pass with no URI at all waits at least this long, so an empty list cannot spin."""
+
+
+class GaveUpError(Exception):
+    def __init__(self, passes: int, last_error: str) -> None:
+        super().__init__(f"gave up after {passes} pass(es) over the broker list; {last_error}")
+
+
+class LinkLostError(Exception):
+    """The link died while being opened or restored."""
+
+
+class RestoreRefusedError(Exception):
+    """The new broker refused to restore a subscription the application already had."""
+
+    def __init__(self, error: BrokerErrorFrame) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    link: Link
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchTo:
+    target: Link | URI
+    reason: str
+
+
+class Reconnector:
+    """The supervisor's steps for one ``FailoverTransport`` (``t``): reconnect passes,
+    restoring the connection's state on a new broker, and planned moves."""
+
+    def __init__(self, transport: FailoverTransport) -> None:
+        self.t = transport
+        self.replay_waiters: dict[str, tuple[asyncio.Future[None], SubscriptionReplay]] = {}
+        """Receipts of the subscriptions being restored."""
+        self.drain_waiters: dict[str, asyncio.Future[None]] = {}
+        """Receipts of DISCONNECTs sent to a broker being left."""
+
+    def answered(self, receipt_id: str, error: ErrorEvent | None) -> bool:
+        """A receipt (or ERROR) for a restored subscription or a drain: True if it was one."""
+        drain = self.drain_waiters.pop(receipt_id, None)
+        if drain is not None:
+            if not drain.done():
+                drain.set_result(None)
+            return True
+        entry = self.replay_waiters.pop(receipt_id, None)
+        if entry is None:
+            return False
+        waiter, step = entry
+        listener = self.t.listener
+        assert listener is not None
+        if error is None:
+            original = self.t.tracker.confirm_subscription(step.command.id)
+            if original is not None:
+                listener.on_event(ReceiptEvent(original))
+            if not waiter.done():
+                waiter.set_result(None)
+        elif step.original_receipt is not None:
+            # The application's own SUBSCRIBE, still unanswered: the refusal is its answer.
+            self.t.tracker.forget_subscription(step.command.id)
+            listener.on_event(replace(error, receipt_id=step.original_receipt))
+            if not waiter.done():
+                waiter.set_result(None)
+        elif not waiter.done():
+            waiter.set_exception(BrokerErrorFrame.from_event(error))
+        return True
+
+    def interrupted(self) -> None:
+        """The link being restored is gone: stop waiting for its answers."""
+        waiters, self.replay_waiters = self.replay_waiters, {}
+        for waiter, _ in waiters.values():
+            waiter.cancel()
+
+    async def recover(self) -> None:
+        if self.t.link is not None or self.t.failure is not None:
+            return
+        if not self.t.policy.may_reconnect():
+            raise GaveUpError(0, "maxReconnectAttempts=0: no reconnect once connected")
+        link = await self.episode(startup=False)
+        self.t.resume(link)
+
+    async def episode(self, *, startup: bool) -> Link:
+        """Connect passes until a broker takes the connection (restored, unless ``startup``);
+        raises ``GaveUpError`` at the policy's limit."""
+        loop = asyncio.get_running_loop()
+        if not startup:
+            link = await self.promote_standby()
+            if link is not None:
+                return link
+        failures = 0
+        last_error = "no broker to try"
+        while True:
+            pass_number = failures + 1
+            delay_ms = self.t.policy.delay_before_pass_ms(
+                pass_number, startup=startup, jitter=self.t.rng.random()
+            )
+            await asyncio.sleep(delay_ms / 1000)
+            if self.t.options.update_uris_url:
+                listed = await read_uri_list(self.t.options.update_uris_url)
+                if listed is not None:
+                    self.t.brokers.from_url = listed
+            candidates = self.t.policy.connect_list(
+                self.t.brokers.static, self.t.brokers.updated(), self.t.last_failed, self.t.rng
+            )
+            if not candidates:
+                await asyncio.sleep(EMPTY_PASS_FLOOR_S)
+            for uri in candidates:
+                started = loop.time()
+                if not startup:
+                    self.t.reconnect_attempts += 1
+                try:
+                    link = await self.t.connect_link(uri)
+                    if link.lost.is_set():
+                        raise LinkLostError("the broker closed the connection")
+                    if not startup:
+                        await self.restore(link)
+                except RestoreRefusedError:
+                    raise
+                except BrokerErrorFrame as exc:
+                    if startup:
+                        raise
+                    error = f"refused: {exc.message}"
+                except (ConnectFailedError, BrokerURLError, LinkLostError) as exc:
+                    error = exc.message if isinstance(exc, ClientError) else str(exc)
+                else:
+                    self.t.attempts.append(ConnectAttempt(link.url, pass_number, started))
+                    return link
+                self.t.attempts.append(ConnectAttempt(str(uri), pass_number, started, error))
+                last_error = f"last error: {uri}: {error}"
+            failures += 1
+            if self.t.policy.gives_up(failures, startup=startup):
+                log.error(
+                    "failed to connect to %s after %d pass(es)", self.t.brokers.describe(), failures
+                )
+                raise GaveUpError(failures, last_error)
+            if self.t.policy.warns(failures):
+                log.warning(
+                    "failed to connect to %s after %d pass(es), continuing to retry (%s)",
+                    self.t.brokers.describe(),
+                    failures,
+                    last_error,
+                )
+
+    async def promote_standby(self) -> Link | None:
+        loop = asyncio.get_running_loop()
+        for link in self.t.standbys.candidates():
+            if not self.t.standbys.take(link):
+                continue
+            started = loop.time()
+            self.t.reconnect_attempts += 1
+            try:
+                if link.lost.is_set():
+                    raise LinkLostError("the standby connection was closed")
+                if link.connected is None:
+                    await self.t.handshake(link)
+                await self.restore(link)
+            except (ConnectFailedError, BrokerErrorFrame, LinkLostError) as exc:
+                error = exc.message if isinstance(exc, ClientError) else str(exc)
+                self.t.attempts.append(ConnectAttempt(link.url, 1, started, f"standby: {error}"))
+                link.role = Role.RETIRED
+                await link.transport.close()
+                continue
+            self.t.attempts.append(ConnectAttempt(link.url, 1, started))
+            return link
+        return None
+
+    async def restore(self, link: Link) -> None:
+        """Replay the tracked state on ``link`` (the tracker's module docstring); raises
+        ``LinkLostError`` if it dies meanwhile, ``RestoreRefusedError`` if it refuses to restore a
+        subscription the application already had."""
+        link.role = Role.REPLAYING
+        self.t.link = link
+        plan = self.t.tracker.replay()
+        loop = asyncio.get_running_loop()
+        waiters: list[asyncio.Future[None]] = []
+        try:
+            for step in plan.subscriptions:
+                assert step.command.receipt is not None
+                waiter = loop.create_future()
+                self.replay_waiters[step.command.receipt] = (waiter, step)
+                waiters.append(waiter)
+                await link.transport.write(step.command)
+            if waiters:
+                await self.wait_for(link, asyncio.gather(*waiters))
+            for command in plan.commands:
+                await link.transport.write(command)
+        except ConnectionClosed as exc:
+            if link.role is Role.REPLAYING:
+                self.t.link_closed(link, exc)
+            await link.transport.close()
+            raise LinkLostError(f"lost while restoring the connection: {exc}") from None
+        except BrokerErrorFrame as exc:
+            link.role = Role.RETIRED
+            self.t.detach(link)
+            await link.transport.close()
+            raise RestoreRefusedError(exc) from None
+        finally:
+            for receipt in [r for r, (w, _) in self.replay_waiters.items() if w in waiters]:
+                del self.replay_waiters[receipt]
+            for waiter in waiters:
+                waiter.cancel()
+        self.t.replayed += len(plan.subscriptions) + len(plan.commands)
+
+    async def wait_for(self, link: Link, work: asyncio.Future[Any]) -> None:
+        """Await ``work``; raise ``ConnectionClosed`` if ``link`` dies first or no answer
+        comes within the connect timeout (then ``link`` is aborted)."""
+        lost = asyncio.ensure_future(link.lost.wait())
+        try:
+            await asyncio.wait(
+                [work, lost], timeout=self.t.info.connect_timeout_s, return_when=FIRST_COMPLETED
+            )
+        finally:
+            lost.cancel()
+        if work.done() and not work.cancelled():
+            work.result()  # raises a refusal (BrokerErrorFrame)
+            return
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        if link.lost.is_set():
+            raise ConnectionClosed("the connection was lost")
+        link.transport.abort()
+        raise ConnectionClosed(f"no answer from {link.url} within the connect timeout")
+
+    async def switch(self, request: SwitchTo) -> None:
+        """A planned failover: open the new broker, settle the old one, move (module
+        docstring)."""
+        target = request.target
+        old = self.t.current
+        if isinstance(target, Link):
+            if target.role is not Role.STANDBY or not self.t.standbys.take(target):
+                return
+            if old is None or old.key == target.key:
+                target.role = Role.RETIRED
+                await target.transport.close()
+                return
+            link = target
+        else:
+            if old is None or old.key == broker_key(target):
+                return
+            try:
+                link = await self.t.connect_link(target)
+            except (ConnectFailedError, BrokerErrorFrame, BrokerURLError) as exc:
+                log.warning("cannot move to %s (%s): %s", target, request.reason, exc)
+                return
+        try:
+            if link.connected is None:
+                await self.t.handshake(link)
+            if link.lost.is_set():
+                raise ConnectFailedError("closed by the broker", url=link.url)
+        except (ConnectFailedError, BrokerErrorFrame) as exc:
+            log.warning("cannot move to %s (%s): %s", link.url, request.reason, exc)
+            link.role = Role.RETIRED
+            await link.transport.close()
+            return
+        old = self.t.current
+        if old is None:
+            link.role = Role.RETIRED
+            await link.transport.close()
+            return
+        log.info("moving from %s to %s (%s)", old.url, link.url, request.reason)
+        self.t.ready.clear()
+        await self.t.writes_idle.wait()
+        await self.drain(old)
+        old.role = Role.RETIRED
+        self.t.detach(old)
+        await old.transport.close()
+        self.t.interrupt()
+        try:
+            await self.restore(link)
+        except LinkLostError:
+            self.t.requests.put_nowait(Lost(link))
+            return
+        self.t.resume(link)
+
+    async def drain(self, old: Link) -> None:
+        old.role = Role.DRAINING
+        receipt = self.t.tracker.internal_receipt("drain")
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.drain_waiters[receipt] = waiter
+        try:
+            await old.transport.write(Disconnect(receipt))
+            await self.wait_for(old, waiter)
+        except (ConnectionClosed, UsageError) as exc:
+            log.info("leaving %s without its DISCONNECT receipt: %s", old.url, exc)
+        finally:
+            self.drain_waiters.pop(receipt, None)

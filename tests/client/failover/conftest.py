@@ -1,0 +1,109 @@
+"""Brokers to kill and restart, addresses where nothing listens, and a watcher of failovers.
+
+Broker processes start in a worker thread (``BrokerProcess.start`` blocks until the broker
+prints that it started) so the test's event loop keeps serving the clients meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ferrymq.broker import Broker
+from ferrymq.client import Connection
+from ferrymq.testing import BrokerProcess, broker_config, free_port, running_broker
+from tests.client.failover.proxy import Proxy
+
+
+class Brokers:
+    """Separate ``ferrymq broker`` processes, each with its own data directory and port."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.started: list[BrokerProcess] = []
+
+    async def start(self, name: str) -> BrokerProcess:
+        process = BrokerProcess(self.root / name, name=name)
+        self.started.append(process)
+        return await asyncio.to_thread(process.start)
+
+    @staticmethod
+    async def restart(process: BrokerProcess) -> BrokerProcess:
+        """Start ``process`` again on its data directory and port (after ``kill``)."""
+        return await asyncio.to_thread(process.start)
+
+    def kill_all(self) -> None:
+        for process in self.started:
+            process.kill()
+
+
+@pytest.fixture
+def brokers(tmp_path: Path) -> Iterator[Brokers]:
+    started = Brokers(tmp_path)
+    try:
+        yield started
+    finally:
+        started.kill_all()
+
+
+@pytest.fixture
+def dead_url() -> str:
+    """A URL where nothing listens (a port that was free a moment ago)."""
+    return f"tcp://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+async def persistent_broker(tmp_path: Path) -> AsyncIterator[Broker]:
+    """A persistent broker in this process, for the tests that fail the network, not it."""
+    async with running_broker(broker_config(tmp_path / "inproc")) as started:
+        yield started
+
+
+@pytest.fixture
+async def proxy(persistent_broker: Broker) -> AsyncIterator[Proxy]:
+    async with Proxy(persistent_broker.stomp_ports[0]) as started:
+        yield started
+
+
+class Watcher:
+    """Records a connection's interruptions and resumptions, with loop times, as events."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.interrupted_at: list[float] = []
+        self.resumed_at: list[float] = []
+        self.resumed_urls: list[str] = []
+        self._changed = asyncio.Event()
+        connection.on_interrupted(self._on_interrupted)
+        connection.on_resumed(self._on_resumed)
+
+    def _on_interrupted(self) -> None:
+        self.interrupted_at.append(asyncio.get_running_loop().time())
+        self._changed.set()
+
+    def _on_resumed(self) -> None:
+        self.resumed_at.append(asyncio.get_running_loop().time())
+        self.resumed_urls.append(self.connection.remote_url)
+        self._changed.set()
+
+    async def interruptions(self, count: int, within_s: float = 15.0) -> None:
+        await self._until(lambda: len(self.interrupted_at) >= count, within_s)
+
+    async def resumptions(self, count: int, within_s: float = 15.0) -> None:
+        await self._until(lambda: len(self.resumed_at) >= count, within_s)
+
+    async def _until(self, condition: Callable[[], bool], within_s: float) -> None:
+        async with asyncio.timeout(within_s):
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def wait_until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
+    """Poll a statistic, which has no event to wait on; fail the test at the deadline."""
+    async with asyncio.timeout(within_s):
+        while not condition():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
