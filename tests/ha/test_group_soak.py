@@ -97,7 +97,8 @@ async def soak(brokers: list[BrokerProcess], rejoin: Rejoin = _restart_as_slave)
         consuming = tasks.create_task(tally.run())
         producing = tasks.create_task(_produce(producer, bodies))
         for kill in range(1, KILLS + 1):
-            await tally.until(lambda k=kill: len(tally.counts) >= COUNT * k // (KILLS + 1))
+            goal = COUNT * kill // (KILLS + 1)
+            await tally.until(lambda: len(tally.counts) >= goal)  # noqa: B023 - awaited now
             master = _master(brokers)
             killed_at = time.monotonic()
             master.kill()
