@@ -130,6 +130,7 @@ class Broker:
                     self._replicate_then_serve(),
                     name=f"ferrymq-{self.config.broker_name}-replica",
                 )
+                self._supervisor.add_done_callback(self._supervisor_done)
                 self.standing_by.set()
                 return
             if self.locker is None:
@@ -141,6 +142,7 @@ class Broker:
             self._supervisor = asyncio.get_running_loop().create_task(
                 self._hold_mastership(), name=f"ferrymq-{self.config.broker_name}-role"
             )
+            self._supervisor.add_done_callback(self._supervisor_done)
             # A broker that gets the lock at once is serving when start() returns; a slave
             # returns once it knows it waits.
             master = asyncio.ensure_future(self.became_master.wait())
@@ -157,6 +159,15 @@ class Broker:
         except BaseException:
             await self.stop()
             raise
+
+    def _supervisor_done(self, task: asyncio.Task[None]) -> None:
+        """The role loop ended: by stop(), or by a failure, which ends the broker process."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.critical("broker %s failed: %s", self.config.broker_name, exc, exc_info=exc)
+            self.halted.set()
 
     async def _serve(self) -> None:
         """Start the messaging service; with waitForSlave, return once the slave is in sync

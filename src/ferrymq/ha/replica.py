@@ -119,7 +119,11 @@ class MasterConnector:
         )
         await writer.drain()
         while True:
-            data = await reader.read(256 * 1024)
+            try:
+                data = await reader.read(256 * 1024)
+            except OSError as exc:  # a killed master often resets the connection
+                log.warning("slave %s: lost the master %s: %s", self.name, self.remote_uri, exc)
+                return
             if not data:
                 log.warning(
                     "slave %s: the master %s closed the connection", self.name, self.remote_uri
@@ -139,7 +143,13 @@ class MasterConnector:
                     case MessageEvent() if event.subscription == h.REPLICATION_SUBSCRIPTION:
                         await self._apply(event)
                         writer.write(session.ack(event))
-                        await writer.drain()
+                        try:
+                            await writer.drain()
+                        except OSError as exc:
+                            log.warning(
+                                "slave %s: lost the master %s: %s", self.name, self.remote_uri, exc
+                            )
+                            return
 
     async def _apply(self, event: MessageEvent) -> None:
         ops = decode_ops(event.body)
