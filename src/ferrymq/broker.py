@@ -35,7 +35,8 @@ from ferrymq.core.region import DestinationStatistics
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector, ReplicationError
 from ferrymq.ha.shared_file import SharedFileLocker
-from ferrymq.service.broker import BrokerService, create_store
+from ferrymq.network import LocalBroker, NetworkService
+from ferrymq.service.broker import BrokerService, create_store, published_url
 from ferrymq.store.base import MessageStore
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,16 @@ class Broker:
         # A broker of a shared-store group steps down when its store fails (its lock was
         # taken); any other broker stops for good.
         on_halt = None if self.locker is not None else self.halted.set
-        return BrokerService(self.config, store=self._store_override, fence=fence, on_halt=on_halt)
+        service = BrokerService(
+            self.config, store=self._store_override, fence=fence, on_halt=on_halt
+        )
+        self.network = NetworkService(
+            self.config,
+            LocalBroker(service.broker_id, self.config.broker_name),
+            lambda: [published_url(listener) for listener in service.listeners],
+        )
+        service.attachments.append(self.network)
+        return service
 
     # -- lifecycle ----------------------------------------------------------------------------
 

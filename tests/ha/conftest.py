@@ -1,15 +1,18 @@
-"""Lease lockers on the test's own schema, with intervals short enough to watch leases expire."""
+"""Lease lockers on the test's own schema, with intervals short enough to watch leases expire;
+starting a group of broker processes and finding who took over."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol
 
 import pytest
 
 from ferrymq.ha.lease import LeaseDatabaseLocker
+from ferrymq.testing import BrokerProcess
 from tests.postgres import PostgresDatabase
 
 LEASE_MS = 300
@@ -90,3 +93,22 @@ def slave_watch() -> Iterator[SlaveWatch]:
     finally:
         logger.removeHandler(watch)
         logger.setLevel(level)
+
+
+def start_group(brokers: Sequence[BrokerProcess]) -> None:
+    """The first broker becomes master; each of the others waits as its slave."""
+    brokers[0].start()
+    for broker in brokers[1:]:
+        broker.start(as_slave=True)
+
+
+def wait_for_master(brokers: Sequence[BrokerProcess], timeout_s: float = 20.0) -> BrokerProcess:
+    """The first of ``brokers`` to report that it serves (after its master was killed)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for broker in brokers:
+            if broker.wait_for_state("master", timeout_s=0.05):
+                return broker
+    raise AssertionError(
+        "no broker took over: " + "".join(line for b in brokers for line in b.output[-5:])
+    )

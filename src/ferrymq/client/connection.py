@@ -122,6 +122,11 @@ class Connection:
         return self._connected.session if self._connected is not None else None
 
     @property
+    def connected_headers(self) -> Mapping[str, str]:
+        """Every header of the broker's CONNECTED (extensions such as a broker's id)."""
+        return self._connected.headers if self._connected is not None else {}
+
+    @property
     def server(self) -> str | None:
         return self._connected.server if self._connected is not None else None
 

@@ -1,6 +1,6 @@
 """URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
 
-Schemes FerryMQ will support later (``fanout``, ``ssl``, ``vm``) are refused by name rather
+Schemes FerryMQ will support later (``fanout``, ``ssl``) are refused by name rather
 than as unknown.
 """
 
@@ -14,6 +14,7 @@ from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.urls import failover_transport, masterslave_transport
 from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import Transport
+from ferrymq.client.vm import VmTransport
 from ferrymq.util.uri import URI, AnyURI, URIError, parse_uri
 
 TransportFactory = Callable[[AnyURI, ConnectionInfo], Transport]
@@ -29,16 +30,25 @@ def _tcp(uri: AnyURI, info: ConnectionInfo) -> Transport:
     return TcpTransport(uri, info, tcp_options(uri))
 
 
+def _vm(uri: AnyURI, info: ConnectionInfo) -> Transport:
+    if not isinstance(uri, URI):
+        raise BrokerURLError(
+            "vm: names one broker (vm://NAME)", url=uri.raw or str(uri), part=uri.scheme
+        )
+    return VmTransport(uri, info)
+
+
 TRANSPORTS: dict[str, TransportFactory] = {
     "tcp": _tcp,
     "stomp": _tcp,
     "failover": failover_transport,
     "discovery": discovery_transport,
     "masterslave": masterslave_transport,
+    "vm": _vm,
 }
 """Schemes the client can open, lower case."""
 
-PLANNED: frozenset[str] = frozenset({"fanout", "static", "ssl", "stomp+ssl", "vm"})
+PLANNED: frozenset[str] = frozenset({"fanout", "static", "ssl", "stomp+ssl"})
 """ActiveMQ schemes FerryMQ will support, refused for now with a message saying so."""
 
 

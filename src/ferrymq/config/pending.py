@@ -20,11 +20,21 @@ from ferrymq.config.persistence import (
     LeaseDatabaseLockerConfig,
 )
 
-__all__ = ["PENDING", "pending_features"]
+__all__ = ["NETWORK_SCHEMES", "PENDING", "pending_features"]
+
+NETWORK_SCHEMES = frozenset({"static", "simple", "masterslave", "failover", "tcp", "stomp"})
+"""Network connector URIs the broker can follow today."""
 
 PENDING: Mapping[str, str] = MappingProxyType(
     {
-        "network-connector": "network connectors are not supported yet",
+        "network-discovery": (
+            "discovery agents other than static:, masterslave: and failover: are not "
+            "supported yet: the connector is not started"
+        ),
+        "network-durable": (
+            "durable network subscriptions are not kept: demand for a durable subscriber "
+            "lasts while it is connected (dynamicOnly, durableDestinations, syncDurableSubs)"
+        ),
         "listener-discovery": "advertising a listener through discoveryUri is not supported yet",
         "cluster-clients": (
             "updateClusterClients gives FerryMQ failover clients this broker's address only: "
@@ -82,7 +92,11 @@ def _where(location: Location | None, config: BrokerConfig) -> str:
 def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     broker = f'<broker brokerName="{config.broker_name}">'
     for network in config.network_connectors:
-        yield "network-connector", network.location, f'<networkConnector name="{network.name}">'
+        element = f'<networkConnector name="{network.name}">'
+        if network.parsed_uri.scheme.lower() not in NETWORK_SCHEMES:
+            yield "network-discovery", network.location, element
+        if network.durable_destinations or network.sync_durable_subs:
+            yield "network-durable", network.location, element
     for listener in config.transport_connectors:
         element = f'<transportConnector uri="{listener.uri}">'
         scheme = listener.scheme.lower()

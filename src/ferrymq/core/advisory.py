@@ -73,7 +73,7 @@ def consumer_id(consumer: Consumer) -> str:
     return f"{consumer.connection_id}:{consumer.subscription_id}"
 
 
-def consumer_info(consumer: Consumer, client_id: str, broker_path: tuple[str, ...]) -> bytes:
+def consumer_info(consumer: Consumer, client_id: str) -> bytes:
     info: dict[str, object] = {
         "consumerId": consumer_id(consumer),
         "connectionId": consumer.connection_id,
@@ -85,8 +85,10 @@ def consumer_info(consumer: Consumer, client_id: str, broker_path: tuple[str, ..
         "noLocal": consumer.no_local,
         "browser": consumer.browser,
         "networkSubscription": consumer.network,
-        "brokerPath": list(broker_path),
+        "brokerPath": list(consumer.broker_path),
     }
+    if consumer.network_consumer_ids:
+        info["networkConsumerIds"] = list(consumer.network_consumer_ids)
     if consumer.selector is not None:
         info["selector"] = consumer.selector.text
     if consumer.durable_name is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ferrymq.core.destination import Destination, DestinationPattern
@@ -27,6 +28,24 @@ DURABLE_TOPIC_PREFETCH = 100
 QUEUE_BROWSER_PREFETCH = 500
 
 
+@dataclass(frozen=True, slots=True)
+class NetworkFilter:
+    """What a network bridge's demand subscription may take (ActiveMQ's NetworkBridgeFilter):
+    never a message that already crossed the broker it forwards to (self-avoiding paths), and
+    never one whose broker path already has ``message_ttl`` hops (-1: no limit)."""
+
+    target_broker_id: str
+    message_ttl: int = 1
+
+    def admits(self, message: Message) -> bool:
+        path = message.broker_path
+        if not path:
+            return True
+        if self.target_broker_id in path:
+            return False
+        return self.message_ttl < 0 or len(path) < self.message_ttl
+
+
 class AckMode(enum.Enum):
     AUTO = "auto"
     CLIENT = "client"
@@ -40,6 +59,7 @@ class Consumer:
         "_ledger",
         "_outstanding",
         "ack_mode",
+        "broker_path",
         "browser",
         "connection_id",
         "containers",
@@ -48,6 +68,8 @@ class Consumer:
         "exclusive",
         "extra",
         "network",
+        "network_consumer_ids",
+        "network_filter",
         "no_local",
         "pattern",
         "prefetch",
@@ -71,6 +93,8 @@ class Consumer:
         browser: bool = False,
         durable_name: str | None = None,
         network: bool = False,
+        network_filter: NetworkFilter | None = None,
+        broker_path: tuple[str, ...] = (),
         acks_by_message_id: bool = True,
     ) -> None:
         self.connection_id = connection_id
@@ -86,6 +110,14 @@ class Consumer:
         self.browser = browser
         self.durable_name = durable_name
         self.network = network
+        """A network bridge's demand subscription (``networkSubscription`` in advisories)."""
+        self.network_filter = network_filter
+        self.broker_path = broker_path
+        self.network_consumer_ids: tuple[str, ...] = ()
+        """For a demand subscription: the real consumers it stands for, so a broker that
+        hears of one consumer by two routes can keep one (suppressDuplicateQueueSubscriptions)."""
+        """For a demand subscription: the brokers between this one and the real consumer,
+        nearest last, as advertised so the next bridge can apply consumerTTL."""
         self.extra: dict[str, str] = {}
         """Other ``activemq.*`` subscription headers, kept for advisories."""
         self.containers: list[MessageContainer] = []
@@ -113,8 +145,15 @@ class Consumer:
     def delivered_count(self) -> int:
         return len(self._ledger)
 
+    @property
+    def filters(self) -> bool:
+        """Whether ``matches`` can refuse a message (most consumers take everything)."""
+        return self.selector is not None or self.no_local or self.network_filter is not None
+
     def matches(self, message: Message, lookup: Callable[[str], object | None]) -> bool:
         if self.no_local and message.origin_connection == self.connection_id:
+            return False
+        if self.network_filter is not None and not self.network_filter.admits(message):
             return False
         return self.selector is None or self.selector.matches(lookup)
 

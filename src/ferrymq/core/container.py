@@ -270,7 +270,7 @@ class MessageContainer:
                     return owner if owner in candidates else None
                 del self._groups[group]
         for consumer in candidates:
-            if consumer.selector is not None or consumer.no_local:
+            if consumer.filters:
                 if lookup is None:
                     lookup = self.region.lookup_for(message, entry.redelivery_count)
                 if not consumer.matches(message, lookup):

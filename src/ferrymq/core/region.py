@@ -333,6 +333,9 @@ class RegionBroker:
             return True
         return self._route(message, targets)
 
+    def has_destination(self, destination: Destination) -> bool:
+        return self._temporary_exists(destination)
+
     def _temporary_exists(self, destination: Destination) -> bool:
         pool: dict[Destination, object] = (
             self.topics if destination.is_topic else self.queues  # type: ignore[assignment]
@@ -722,7 +725,7 @@ class RegionBroker:
         topic = advisory.consumer_topic(destination)
         count = self._consumer_count(destination)
         body = (
-            (lambda: advisory.consumer_info(consumer, state.client_id, ()))
+            (lambda: advisory.consumer_info(consumer, state.client_id))
             if added
             else (lambda: advisory.consumer_removed(consumer))
         )
@@ -782,7 +785,7 @@ class RegionBroker:
                     continue
                 add(
                     advisory.consumer_topic(consumer.destination),
-                    lambda c=consumer, s=state: advisory.consumer_info(c, s.client_id, ()),  # type: ignore[misc]
+                    lambda c=consumer, s=state: advisory.consumer_info(c, s.client_id),  # type: ignore[misc]
                     {"consumerCount": str(self._consumer_count(consumer.destination))},
                 )
         for destination in [*self.queues, *self.topics]:

@@ -112,6 +112,7 @@ class SubscriptionRegistry:
                 region.policies(consumer.destination),
                 selector=consumer.selector,
                 no_local=consumer.no_local,
+                network_filter=consumer.network_filter,
             )
             self._register(subscription)
         subscription.active_connection = state.connection_id

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ferrymq.core.consumer import Consumer
+from ferrymq.core.consumer import Consumer, NetworkFilter
 from ferrymq.core.container import ContainerStatistics, MessageContainer
 from ferrymq.core.destination import Destination, DestinationPattern
 from ferrymq.core.entry import Entry
@@ -38,11 +38,13 @@ class TopicSubscription(MessageContainer):
         selector: Selector | None,
         no_local: bool,
         record: DurableSubscriptionRecord | None = None,
+        network_filter: NetworkFilter | None = None,
     ) -> None:
         super().__init__(region, key, destination, policy, storable=record is not None)
         self.pattern = DestinationPattern(destination)
         self.selector = selector
         self.no_local = no_local
+        self.network_filter = network_filter
         self.record = record
         self.active_connection: str | None = None
         self.topics: list[Topic] = []
@@ -56,6 +58,8 @@ class TopicSubscription(MessageContainer):
         return self.consumers[0] if self.consumers else None
 
     def accepts(self, message: Message, lookup: Callable[[str], object | None] | None) -> bool:
+        if self.network_filter is not None and not self.network_filter.admits(message):
+            return False
         if (
             self.no_local
             and message.origin_connection is not None

@@ -18,7 +18,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from ferrymq import __version__
 from ferrymq.config.model import BrokerConfig, StompLimitsConfig, TransportConnectorConfig
@@ -39,6 +39,7 @@ from ferrymq.store.memory import MemoryStore
 from ferrymq.store.sqlite import SqliteStore
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.tcp import TcpListener
+from ferrymq.util import vm
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,12 @@ def create_store(config: BrokerConfig, fence: Callable[[], Any] | None = None) -
     )
 
 
+class Attachment(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class BrokerService:
     def __init__(
         self,
@@ -183,6 +190,10 @@ class BrokerService:
         self.accepting_clients = not config.services.wait_for_slave
         """waitForSlave: clients are refused until the slave is attached and in sync."""
         self._store_failure = asyncio.Event()
+        self._vm_names: tuple[str, ...] = ()
+        self.attachments: list[Attachment] = []
+        """Services that run while this one serves (network connectors): started after the
+        listeners, stopped before them."""
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -205,9 +216,16 @@ class BrokerService:
         if self.listeners:
             first = self.listeners[0]
             self.region.broker_url = f"tcp://{first.host}:{first.port}"
+        self._vm_names = vm.register((self.broker_id, self.config.broker_name), self.open_vm_socket)
         self._tick_handle = asyncio.get_running_loop().call_later(TICK_INTERVAL_S, self._tick)
         self.started = True
         self.started_at = time.time()
+        try:
+            for attachment in self.attachments:
+                await attachment.start()
+        except BaseException:
+            await self.stop()
+            raise
         log.info(
             "broker %s (%s) started, store recovered %d destinations",
             self.config.broker_name,
@@ -259,12 +277,35 @@ class BrokerService:
         self.listeners.append(listener)
         log.info("listening for STOMP on %s:%d (%s)", listener.host, listener.port, connector.uri)
 
+    async def open_vm_socket(self) -> socket.socket:
+        """``vm://``: serve one end of a socket pair as a connection, return the other."""
+        if not self.started:
+            raise OSError(f"broker {self.config.broker_name} is not serving")
+        ours, theirs = socket.socketpair()
+        handler = StompConnection(self, "vm", limits=Limits(), grace=1.5)
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: TransportConnection(handler), ours
+            )
+        except BaseException:
+            ours.close()
+            theirs.close()
+            raise
+        return theirs
+
     async def stop(self) -> None:
         self.started = False
+        vm.unregister(self._vm_names, self.open_vm_socket)
+        self._vm_names = ()
         for handle in (self._tick_handle, self._scheduler_handle):
             if handle is not None:
                 handle.cancel()
         self._tick_handle = self._scheduler_handle = None
+        for attachment in reversed(self.attachments):
+            try:
+                await attachment.stop()
+            except Exception:
+                log.exception("stopping %r failed", attachment)
         for listener in reversed(self.listeners):
             await listener.stop()
         self.listeners.clear()

@@ -23,10 +23,12 @@ from ferrymq.core.consumer import (
     TOPIC_PREFETCH,
     AckMode,
     Consumer,
+    NetworkFilter,
 )
+from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Delivery
 from ferrymq.core.errors import BrokerError
-from ferrymq.core.message import Message
+from ferrymq.core.message import Message, MessageId
 from ferrymq.core.region import AckRef
 from ferrymq.core.selector import SelectorError, parse_selector
 from ferrymq.service import dialect
@@ -105,6 +107,10 @@ class StompConnection:
         self._stall_timer: asyncio.TimerHandle | None = None
         self._replica: ReplicaLink | None = None
         """Set when this connection is a pure master/slave slave's replication link."""
+        self.network_bridge: str | None = None
+        """Set (the connector's name) when a network bridge opened this connection."""
+        self.remote_broker_id: str | None = None
+        self.remote_broker_name: str | None = None
 
     def has_ended(self) -> bool:
         """No more frames are handled (a method, so the type checker does not assume it
@@ -293,6 +299,13 @@ class StompConnection:
             )
             self._monitor.start()
         extra: dict[str, str] = {}
+        bridge = event.headers.get(h.FERRYMQ_NETWORK_BRIDGE)
+        if bridge is not None:
+            self.network_bridge = bridge or "bridge"
+            self.remote_broker_id = event.headers.get(h.FERRYMQ_BROKER_ID)
+            self.remote_broker_name = event.headers.get(h.FERRYMQ_BROKER_NAME)
+            extra[h.FERRYMQ_BROKER_ID] = self.region.broker_id
+            extra[h.FERRYMQ_BROKER_NAME] = self.region.broker_name
         if self._cluster is not None and event.headers.get(h.FERRYMQ_CLUSTER_UPDATES) == "true":
             extra[h.FERRYMQ_CLUSTER_BROKERS] = ",".join(self._cluster())
         self._write(
@@ -309,8 +322,12 @@ class StompConnection:
         destinations, created = dialect.parse_destinations(event.destination, self.names)
         for destination in created:
             region.create_temporary(self.connection_id, destination)
+        message_id = None
+        if self.network_bridge is not None:
+            self._mirror_temporaries(destinations)
+            message_id = event.headers.get(h.MESSAGE_ID) or None
         message = dialect.message_from_send(
-            region.new_message_id(),
+            MessageId(message_id) if message_id is not None else region.new_message_id(),
             event.headers,
             event.body,
             destinations,
@@ -354,6 +371,8 @@ class StompConnection:
         destination = destinations[0]
         for temporary in created:
             region.create_temporary(self.connection_id, temporary)
+        if self.network_bridge is not None:
+            self._mirror_temporaries(destinations)
         subscription_id = (
             event.id if event.id is not None else f"/subscription-to/{event.destination}"
         )
@@ -388,6 +407,9 @@ class StompConnection:
             acks_by_message_id=self.version != h.V1_2,
         )
         consumer.extra = {k: v for k, v in headers.items() if k.startswith("activemq.")}
+        network = headers.get(h.FERRYMQ_NETWORK_SUBSCRIPTION) == "true"
+        if network and self.network_bridge is not None:
+            self._make_demand(consumer, headers)
         self._sub_has_id[subscription_id] = event.id is not None
         self._sub_blocks.pop(subscription_id, None)
         if browser:
@@ -406,6 +428,28 @@ class StompConnection:
         region.subscribe(consumer, start=False)
         self._receipt(event.receipt, needs_commit=len(region.effects.store_ops) > ops_before)
         region.start_consumer(consumer)
+
+    def _make_demand(self, consumer: Consumer, headers: dict[str, str]) -> None:
+        """A bridge's demand subscription: it forwards to another broker, so it carries the
+        consumer's broker path (for the advisories other bridges read) and a filter that keeps
+        messages off routes they already took or that are too long."""
+        consumer.network = True
+        path = headers.get(h.FERRYMQ_CONSUMER_PATH, "")
+        consumer.broker_path = tuple(p for p in path.split(",") if p)
+        ids = headers.get(h.FERRYMQ_NETWORK_CONSUMER_IDS, "")
+        consumer.network_consumer_ids = tuple(i for i in ids.split(",") if i)
+        target = headers.get(h.FERRYMQ_FORWARD_TO) or self.remote_broker_id
+        if target:
+            consumer.network_filter = NetworkFilter(
+                target, _int_option(headers, h.FERRYMQ_MESSAGE_TTL, 1)
+            )
+
+    def _mirror_temporaries(self, destinations: Iterable[Destination]) -> None:
+        """bridgeTempDestinations: another broker's temporary destination named by a bridge
+        exists here for as long as the bridge's connection (replies cross the network)."""
+        for destination in destinations:
+            if destination.is_temporary and not self.region.has_destination(destination):
+                self.region.create_temporary(self.connection_id, destination)
 
     def _on_unsubscribe(self, event: Unsubscribe) -> None:
         region = self.region

@@ -122,3 +122,22 @@ FERRYMQ_REPLICA: Final = "ferrymq.replica"
 FERRYMQ_BATCH: Final = "ferrymq.batch"
 FERRYMQ_REPLICATION_RESET: Final = "ferrymq.replication-reset"
 REPLICATION_SUBSCRIPTION: Final = "ferrymq.replication"
+
+# FerryMQ's network-of-brokers extension (seed 001; ActiveMQ's BrokerInfo and network
+# ConsumerInfo over STOMP). A bridge's CONNECT names itself with FERRYMQ_NETWORK_BRIDGE (the
+# connector's name) and its broker with FERRYMQ_BROKER_ID / FERRYMQ_BROKER_NAME; the broker's
+# CONNECTED answers with its own id and name. Only on such a connection: a SUBSCRIBE may be a
+# demand subscription (FERRYMQ_NETWORK_SUBSCRIPTION:true, the consumer's broker path in
+# FERRYMQ_CONSUMER_PATH, the broker it forwards to in FERRYMQ_FORWARD_TO, the hop limit in
+# FERRYMQ_MESSAGE_TTL, the real consumers it stands for in FERRYMQ_NETWORK_CONSUMER_IDS), and a
+# SEND keeps the ``message-id`` it carries (a forwarded message keeps its id across the
+# network); either may name a remote temporary destination, which is mirrored for as long as
+# the connection lives (bridgeTempDestinations).
+FERRYMQ_NETWORK_BRIDGE: Final = "ferrymq.network-bridge"
+FERRYMQ_BROKER_ID: Final = "ferrymq.broker-id"
+FERRYMQ_BROKER_NAME: Final = "ferrymq.broker-name"
+FERRYMQ_NETWORK_SUBSCRIPTION: Final = "ferrymq.network-subscription"
+FERRYMQ_CONSUMER_PATH: Final = "ferrymq.consumer-broker-path"
+FERRYMQ_FORWARD_TO: Final = "ferrymq.forward-to"
+FERRYMQ_MESSAGE_TTL: Final = "ferrymq.message-ttl"
+FERRYMQ_NETWORK_CONSUMER_IDS: Final = "ferrymq.network-consumer-ids"

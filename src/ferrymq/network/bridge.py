@@ -1,0 +1,255 @@
+"""One direction of a network bridge: ActiveMQ's ``DemandForwardingBridge`` (reference §4).
+
+It reads the consumer advisories of the broker messages go to (the *target*), keeps a
+``DemandTable`` of them, opens a demand subscription on the broker messages come from (the
+*source*) for each demand, and forwards what those subscriptions receive. Both brokers are
+reached through the client library, so a bridge touches neither broker's memory: the local
+broker over ``vm://``, the remote one over the connector's URI. A duplex connector runs two of
+these over the same two connections, one each way (seed 001 Figure 2.3).
+
+A forwarded message keeps its message id, priority, expiry, timestamp and properties, gains the
+source broker's id at the end of ``JMSActiveMQBrokerPath``, and is acknowledged on the source
+only after the target receipted it (persistently, for a persistent message): a bridge that dies
+mid-flight leaves the message on the source, which gives it to the next bridge, and the
+target's duplicate detection drops the copy it may already hold (the ``ferrymq.producer-
+message-id`` of a forwarded message is the producer's own, so even a producer's failover re-send
+that reached two brokers is stored once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ferrymq.client import Connection, Message, Subscription
+from ferrymq.config.network import NetworkConnectorConfig
+from ferrymq.network.advisories import (
+    CONSUMER_ADVISORIES,
+    AdvisoryError,
+    RemoteConsumer,
+    RemovedConsumer,
+    parse_consumer_advisory,
+    stomp_name,
+)
+from ferrymq.network.demand import Demand, DemandTable
+from ferrymq.network.routes import RouteRegistry
+from ferrymq.stomp import constants as h
+
+log = logging.getLogger(__name__)
+
+BROKER_PATH = "JMSActiveMQBrokerPath"
+
+# MESSAGE headers that describe the delivery, not the message: never forwarded.
+_DELIVERY_HEADERS = frozenset(
+    {
+        h.SUBSCRIPTION,
+        h.ACK_HEADER,
+        h.REDELIVERED,
+        h.CONTENT_LENGTH,
+        h.DESTINATION,
+        h.RECEIPT_HEADER,
+        h.TRANSACTION,
+        "JMSXDeliveryCount",
+    }
+)
+
+
+class BridgeFailedError(Exception):
+    """The bridge cannot go on (a connection or subscription ended); the connector rebuilds it."""
+
+
+@dataclass(eq=False)
+class _OpenDemand:
+    demand: Demand
+    subscription: Subscription
+    pump: asyncio.Task[None] | None = None
+    in_flight: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class DemandForwardingBridge:
+    """Messages from ``source`` to ``target``, for the consumers the target advertises."""
+
+    def __init__(
+        self,
+        config: NetworkConnectorConfig,
+        *,
+        source: Connection,
+        target: Connection,
+        source_broker_id: str,
+        target_broker_id: str,
+        routes: RouteRegistry | None = None,
+        direction: str = "outbound",
+    ) -> None:
+        self.config = config
+        self.source = source
+        self.target = target
+        self.source_broker_id = source_broker_id
+        self.target_broker_id = target_broker_id
+        self.direction = direction
+        self.table = DemandTable(
+            config, local_broker_id=source_broker_id, remote_broker_id=target_broker_id
+        )
+        self._routes = routes if config.suppress_duplicate_queue_subscriptions else None
+        self._actions: asyncio.Queue[tuple[bool, Demand]] = asyncio.Queue()
+        self._open: dict[str, _OpenDemand] = {}
+        self._ids = itertools.count(1)
+        self._group: asyncio.TaskGroup | None = None
+        self.forwarded = 0
+        self.advisories = 0
+
+    @property
+    def demand_subscriptions(self) -> list[Demand]:
+        return [o.demand for o in self._open.values()]
+
+    async def run(self) -> None:
+        """Forward until cancelled; raises ``BridgeFailedError`` (or the connection's error) when a
+        connection is lost."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                for demand in self.table.static_demands():
+                    self._request(demand, open_=True)
+                group.create_task(self._apply_actions())
+                if not self.config.static_bridge:
+                    prefetch = self.config.advisory_prefetch_size or self.config.prefetch_size
+                    advisories = await self.target.subscribe(
+                        CONSUMER_ADVISORIES, prefetch=prefetch, id=f"advisories-{self.direction}"
+                    )
+                    group.create_task(self._read_advisories(advisories))
+        finally:
+            self._group = None
+            if self._routes is not None:
+                self._routes.forget_owner(self)
+
+    # -- demand -----------------------------------------------------------------------------
+
+    async def _read_advisories(self, subscription: Subscription) -> None:
+        async for message in subscription:
+            self.advisories += 1
+            try:
+                event = parse_consumer_advisory(message.body)
+            except AdvisoryError as exc:
+                log.warning("%s: ignoring a consumer advisory: %s", self._label, exc)
+                continue
+            if isinstance(event, RemoteConsumer):
+                change = self.table.add(event)
+                if change.opened is not None:
+                    self._request(change.opened, open_=True)
+            elif isinstance(event, RemovedConsumer):
+                change = self.table.remove(event.consumer_id)
+                if change.closed is not None:
+                    self._request(change.closed, open_=False)
+        raise BridgeFailedError(f"{self._label}: the consumer advisories ended")
+
+    def _request(self, demand: Demand, *, open_: bool) -> None:
+        routes = self._routes
+        if routes is not None and demand.destination.is_queue and not demand.static:
+            if open_:
+                if not routes.claim(self, demand):
+                    return  # suppressed: another route serves these consumers
+            else:
+                routes.release(self, demand)
+        self._actions.put_nowait((open_, demand))
+
+    def open_route(self, demand: Demand) -> None:
+        """The route registry reopens a route that was suppressed."""
+        if demand.key in self.table.demands:
+            self._actions.put_nowait((True, demand))
+
+    def close_route(self, demand: Demand) -> None:
+        """The route registry closes a route that a better one replaces."""
+        self._actions.put_nowait((False, demand))
+
+    async def _apply_actions(self) -> None:
+        while True:
+            open_, demand = await self._actions.get()
+            if open_:
+                if demand.key not in self._open:
+                    await self._subscribe(demand)
+            else:
+                opened = self._open.get(demand.key)
+                if opened is not None and opened.demand is demand:
+                    await self._unsubscribe(opened)
+
+    async def _subscribe(self, demand: Demand) -> None:
+        config = self.config
+        headers = {
+            h.FERRYMQ_NETWORK_SUBSCRIPTION: "true",
+            h.FERRYMQ_CONSUMER_PATH: ",".join(demand.broker_path),
+            h.FERRYMQ_FORWARD_TO: self.target_broker_id,
+            h.FERRYMQ_MESSAGE_TTL: str(config.message_ttl),
+        }
+        if demand.original_ids:
+            headers[h.FERRYMQ_NETWORK_CONSUMER_IDS] = ",".join(demand.original_ids)
+        demand.subscription_id = f"demand-{self.direction}-{next(self._ids)}"
+        subscription = await self.source.subscribe(
+            stomp_name(demand.destination),
+            selector=demand.selector,
+            ack=h.ACK_CLIENT_INDIVIDUAL,
+            prefetch=config.prefetch_size,
+            priority=demand.priority,
+            id=demand.subscription_id,
+            headers=headers,
+        )
+        assert self._group is not None
+        opened = _OpenDemand(demand, subscription)
+        opened.pump = self._group.create_task(self._pump(opened))
+        self._open[demand.key] = opened
+
+    async def _unsubscribe(self, opened: _OpenDemand) -> None:
+        """Stop taking messages, let the forwards under way finish (their acks name this
+        subscription), then remove it; what it still held goes back to the source's queue."""
+        del self._open[opened.demand.key]
+        if opened.pump is not None:
+            opened.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await opened.pump
+        if opened.in_flight:
+            await asyncio.wait(opened.in_flight)
+        await opened.subscription.unsubscribe()
+
+    # -- forwarding ---------------------------------------------------------------------------
+
+    async def _pump(self, opened: _OpenDemand) -> None:
+        group = self._group
+        assert group is not None
+        async for message in opened.subscription:
+            task = group.create_task(self._forward(opened, message))
+            opened.in_flight.add(task)
+            task.add_done_callback(opened.in_flight.discard)
+        if opened.demand.key in self._open:
+            raise BridgeFailedError(f"{self._label}: demand subscription {opened.demand.key} ended")
+
+    async def _forward(self, opened: _OpenDemand, message: Message) -> None:
+        headers = forwarded_headers(message.headers, self.source_broker_id, opened.demand)
+        sync = self.config.always_sync_send or headers.get(h.PERSISTENT) == "true"
+        await self.target.send(message.destination, message.body, headers=headers, receipt=sync)
+        await message.ack()
+        opened.demand.forwarded += 1
+        self.forwarded += 1
+
+    @property
+    def _label(self) -> str:
+        return f"bridge {self.config.name} {self.source_broker_id}->{self.target_broker_id}"
+
+
+def forwarded_headers(
+    headers: Mapping[str, str], source_broker_id: str, demand: Demand
+) -> dict[str, str]:
+    """The SEND headers that carry a delivered message on to the next broker."""
+    out = {k: v for k, v in headers.items() if k not in _DELIVERY_HEADERS}
+    path = headers.get(BROKER_PATH)
+    out[BROKER_PATH] = f"{path},{source_broker_id}" if path else source_broker_id
+    key = headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or (
+        f"{source_broker_id}:{headers.get(h.MESSAGE_ID, '')}"
+    )
+    if demand.destination.is_topic and not demand.key.startswith("conduit:"):
+        # Without conduit subscriptions every consumer's route carries its own copy of a
+        # topic message (seed 001 Figure 2.5): the copies must not count as duplicates.
+        key = f"{key}#{demand.key}"
+    out[h.FERRYMQ_PRODUCER_MESSAGE_ID] = key
+    return out

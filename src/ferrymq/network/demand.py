@@ -1,0 +1,191 @@
+"""Which remote consumers become demand subscriptions, and how (seed 001 ch. 2-5 and 7).
+
+Sans-IO: a ``DemandTable`` takes consumer advisories and answers with the demand subscriptions
+to open or close; the bridge does the I/O. The rules are ActiveMQ's (reference §4.3):
+
+* a consumer is ignored when it is a browser, when its broker path already has ``consumerTTL``
+  hops, when it came through this broker, or when the connector's filters refuse its
+  destination (excluded first; then, if any are given, only the dynamically included);
+* with ``conduitSubscriptions`` every consumer of one destination shares one subscription with
+  no selector (Figure 2.5, and chapter 5's pitfall), except a queue consumer that is itself a
+  network subscription (unless ``conduitNetworkQueueSubscriptions``); without it each consumer
+  gets its own, carrying its selector (Figures 9.1/9.2);
+* ``decreaseNetworkConsumerPriority``: the subscription gets ``consumerPriorityBase`` (-5),
+  one less for every further hop (seed 001 §7.2), so local consumers (0) and short routes win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ferrymq.config.network import DestinationRef, NetworkConnectorConfig
+from ferrymq.core.destination import Destination, DestinationPattern
+from ferrymq.network.advisories import RemoteConsumer
+
+
+def _pattern(ref: DestinationRef) -> DestinationPattern:
+    # An empty physicalName (seed 001 Example 9.2) stands for every destination of its kind.
+    name = ref.physical_name.strip() or ">"
+    return DestinationPattern(Destination.topic(name) if ref.is_topic else Destination.queue(name))
+
+
+def _matches(refs: Iterable[tuple[bool, DestinationPattern]], destination: Destination) -> bool:
+    return any(
+        is_topic == destination.is_topic and pattern.matches(_plain(destination))
+        for is_topic, pattern in refs
+    )
+
+
+def _plain(destination: Destination) -> Destination:
+    # Filters name queues and topics; temporary destinations are matched by kind.
+    return (
+        Destination.topic(destination.name)
+        if destination.is_topic
+        else Destination.queue(destination.name)
+    )
+
+
+class DestinationFilter:
+    """A connector's ``dynamicallyIncludedDestinations`` / ``excludedDestinations``."""
+
+    def __init__(self, config: NetworkConnectorConfig) -> None:
+        self._included = [
+            (r.is_topic, _pattern(r)) for r in config.dynamically_included_destinations
+        ]
+        self._excluded = [(r.is_topic, _pattern(r)) for r in config.excluded_destinations]
+        self._bridge_temps = config.bridge_temp_destinations
+
+    def permits(self, destination: Destination) -> bool:
+        if destination.is_advisory:
+            return False
+        if destination.is_temporary:
+            return self._bridge_temps
+        if _matches(self._excluded, destination):
+            return False
+        return not self._included or _matches(self._included, destination)
+
+
+@dataclass(eq=False)
+class Demand:
+    """One demand subscription on the forwarding side."""
+
+    key: str
+    destination: Destination
+    selector: str | None
+    priority: int
+    broker_path: tuple[str, ...]
+    """The path advertised for it: the consumer's path plus the broker it is on."""
+    static: bool = False
+    consumers: set[str] = field(default_factory=set)
+    original_ids: tuple[str, ...] = ()
+    forwarded: int = 0
+    subscription_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DemandChange:
+    opened: Demand | None = None
+    closed: Demand | None = None
+
+
+class DemandTable:
+    """The demand of one bridge direction: remote consumers in, subscriptions out."""
+
+    def __init__(
+        self, config: NetworkConnectorConfig, *, local_broker_id: str, remote_broker_id: str
+    ) -> None:
+        self.config = config
+        self.local_broker_id = local_broker_id
+        """The broker the demand subscriptions live on (messages are taken from it)."""
+        self.remote_broker_id = remote_broker_id
+        """The broker whose consumers create the demand (messages go to it)."""
+        self.filter = DestinationFilter(config)
+        self.demands: dict[str, Demand] = {}
+        self._by_consumer: dict[str, str] = {}
+        self.ignored = 0
+
+    def static_demands(self) -> list[Demand]:
+        """``staticallyIncludedDestinations``: subscriptions that exist with or without
+        consumers (seed 001 §3 "Static propagation"); exclusions do not apply to them."""
+        found = []
+        for ref in self.config.statically_included_destinations:
+            name = ref.physical_name.strip() or ">"
+            destination = Destination.topic(name) if ref.is_topic else Destination.queue(name)
+            demand = Demand(
+                f"static:{destination.qualified}",
+                destination,
+                None,
+                self._priority(1),
+                (self.remote_broker_id,),
+                static=True,
+            )
+            self.demands[demand.key] = demand
+            found.append(demand)
+        return found
+
+    def accepts(self, consumer: RemoteConsumer) -> bool:
+        ttl = self.config.consumer_ttl
+        if consumer.browser:
+            return False
+        if ttl > -1 and len(consumer.broker_path) >= ttl:
+            return False
+        if self.local_broker_id in consumer.broker_path:
+            return False
+        return self.filter.permits(consumer.destination)
+
+    def add(self, consumer: RemoteConsumer) -> DemandChange:
+        if consumer.consumer_id in self._by_consumer:
+            return DemandChange()
+        if not self.accepts(consumer):
+            self.ignored += 1
+            return DemandChange()
+        config = self.config
+        destination = consumer.destination
+        conduit = config.conduit_subscriptions and (
+            destination.is_topic
+            or not consumer.network
+            or config.conduit_network_queue_subscriptions
+        )
+        path = (*consumer.broker_path, self.remote_broker_id)
+        key = f"conduit:{destination.qualified}" if conduit else f"consumer:{consumer.consumer_id}"
+        self._by_consumer[consumer.consumer_id] = key
+        existing = self.demands.get(key)
+        if existing is not None:
+            existing.consumers.add(consumer.consumer_id)
+            existing.original_ids = (*existing.original_ids, *consumer.original_ids)
+            return DemandChange()
+        priority = (
+            self._priority(len(path))
+            if config.decrease_network_consumer_priority
+            else consumer.priority
+        )
+        demand = Demand(
+            key,
+            destination,
+            None if conduit else consumer.selector,
+            priority,
+            path,
+            consumers={consumer.consumer_id},
+            original_ids=consumer.original_ids,
+        )
+        self.demands[key] = demand
+        return DemandChange(opened=demand)
+
+    def remove(self, consumer_id: str) -> DemandChange:
+        key = self._by_consumer.pop(consumer_id, None)
+        if key is None:
+            return DemandChange()
+        demand = self.demands.get(key)
+        if demand is None:
+            return DemandChange()
+        demand.consumers.discard(consumer_id)
+        if demand.consumers:
+            return DemandChange()
+        del self.demands[key]
+        return DemandChange(closed=demand)
+
+    def _priority(self, hops: int) -> int:
+        if not self.config.decrease_network_consumer_priority:
+            return 0
+        return self.config.consumer_priority_base - (hops - 1)

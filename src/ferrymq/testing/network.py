@@ -1,0 +1,140 @@
+"""Networks of in-process brokers for tests, built from activemq.xml fragments.
+
+``{B}`` in a fragment stands for broker B's URL, so a test writes the seeds' own configuration::
+
+    net = BrokerNetwork(tmp_path)
+    net.add("A", '<networkConnector uri="static:({B})" networkTTL="3"/>')
+    net.add("B")
+    async with net:
+        await net.wait_for_bridges()
+
+Every broker's port is chosen before any starts (each is free when chosen), so connectors may
+point either way; brokers get ``brokerId`` = ``brokerName`` = the name unless the fragment's
+broker attributes say otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Self
+
+from ferrymq.broker import Broker
+from ferrymq.core.destination import Destination
+from ferrymq.testing.brokers import broker_config, free_port
+
+_XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core"
+  brokerName="{name}" {attributes}><networkConnectors>{connectors}</networkConnectors>
+</broker></beans>"""
+
+
+class BrokerNetwork:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.brokers: dict[str, Broker] = {}
+        self._specs: dict[str, tuple[str, str]] = {}
+        self.ports: dict[str, int] = {}
+
+    def add(self, name: str, connectors: str = "", *, attributes: str | None = None) -> None:
+        """A broker called ``name`` with these ``<networkConnector>`` elements; ``attributes``
+        of the ``<broker>`` element default to ``brokerId="<name>"``."""
+        self._specs[name] = (
+            connectors,
+            attributes if attributes is not None else f'brokerId="{name}"',
+        )
+        self.ports[name] = free_port()
+
+    def url(self, name: str) -> str:
+        return f"tcp://127.0.0.1:{self.ports[name]}"
+
+    def __getitem__(self, name: str) -> Broker:
+        return self.brokers[name]
+
+    async def start(self, *names: str) -> None:
+        """Start the named brokers (all that are not running, by default), in order."""
+        urls = {name: self.url(name) for name in self._specs}
+        for name in names or tuple(self._specs):
+            if name in self.brokers:
+                continue
+            connectors, attributes = self._specs[name]
+            xml = _XML.format(
+                name=name, attributes=attributes, connectors=connectors.format(**urls)
+            )
+            config = broker_config(self.data_dir / name, name=name, xml=xml, port=self.ports[name])
+            broker = Broker(config)
+            await broker.start()
+            self.brokers[name] = broker
+
+    async def stop(self, *names: str) -> None:
+        for name in names or tuple(reversed(self.brokers)):
+            broker = self.brokers.pop(name, None)
+            if broker is not None:
+                await broker.stop()
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- looking inside -----------------------------------------------------------------------
+
+    def bridges(self, name: str) -> list[dict[str, object]]:
+        return self.brokers[name].network.statistics()
+
+    def demand(self, name: str, destination: str) -> list[dict[str, object]]:
+        """The demand subscriptions on broker ``name`` for ``queue://X`` / ``topic://X``."""
+        found: list[dict[str, object]] = []
+        for bridge in self.bridges(name):
+            for direction in bridge["directions"]:  # type: ignore[attr-defined]
+                if direction["from"] != self.brokers[name].service.broker_id:
+                    continue
+                found.extend(
+                    d for d in direction["demandSubscriptions"] if d["destination"] == destination
+                )
+        return found
+
+    def queue_depth(self, name: str, queue: str) -> int:
+        """Messages on a broker's queue: waiting, paged out or in flight."""
+        container = self.brokers[name].service.region.queues.get(Destination.queue(queue))
+        return container.depth if container is not None else 0
+
+    async def wait_for_bridges(self, timeout_s: float = 15.0) -> None:
+        """Until every bridge of every running broker has started."""
+
+        def started() -> bool:
+            for broker in self.brokers.values():
+                for connector in broker.network.connectors:
+                    if not connector.bridges:
+                        return False
+                    if any(b.state != "started" for b in connector.bridges.values()):
+                        return False
+            return True
+
+        await wait_until(started, timeout_s, "every network bridge started")
+
+    async def wait_for_demand(
+        self, name: str, destination: str, count: int = 1, timeout_s: float = 15.0
+    ) -> None:
+        """Until broker ``name`` has ``count`` demand subscriptions for ``destination``."""
+        await wait_until(
+            lambda: len(self.demand(name, destination)) >= count,
+            timeout_s,
+            f"{count} demand subscription(s) for {destination} on {name}",
+        )
+
+
+async def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
+    """Poll ``predicate`` every 20 ms; raise TimeoutError naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+        await asyncio.sleep(0.02)
