@@ -31,6 +31,7 @@ PENDING: Mapping[str, str] = MappingProxyType(
             "discovery agents other than static:, masterslave: and failover: are not "
             "supported yet: the connector is not started"
         ),
+        "network-no-effect": "has no effect in FerryMQ (docs/networks.md says why)",
         "network-durable": (
             "durable network subscriptions are not kept: demand for a durable subscriber "
             "lasts while it is connected (dynamicOnly, durableDestinations, syncDurableSubs)"
@@ -97,6 +98,15 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
             yield "network-discovery", network.location, element
         if network.durable_destinations or network.sync_durable_subs:
             yield "network-durable", network.location, element
+        for attribute, value in (
+            ("destinationFilter", network.destination_filter is not None),
+            ("useVirtualDestSubs", network.use_virtual_dest_subs),
+            ("useCompression", network.use_compression),
+            ("remoteUserName", network.remote_user_name is not None),
+            ("advisoryAckPercentage", network.advisory_ack_percentage != 75),
+        ):
+            if value:
+                yield "network-no-effect", network.location, f"{element} {attribute}"
     for listener in config.transport_connectors:
         element = f'<transportConnector uri="{listener.uri}">'
         scheme = listener.scheme.lower()

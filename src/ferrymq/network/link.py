@@ -76,7 +76,7 @@ class NetworkBridge:
             headers={
                 h.FERRYMQ_NETWORK_BRIDGE: config.name,
                 h.FERRYMQ_BROKER_ID: local.broker_id,
-                h.FERRYMQ_BROKER_NAME: local.broker_name,
+                h.FERRYMQ_BROKER_NAME: config.broker_name or local.broker_name,
             },
         )
         try:
