@@ -114,7 +114,9 @@ async def scheduled_across_failover(brokers: list[BrokerProcess]) -> None:
         while (extra := await _take(subscription, quiet_until)) is not None:
             arrivals.append(extra)
 
-        assert Counter(body for body, _ in arrivals) == EXPECTED, arrivals
+        assert Counter(body for body, _ in arrivals) == EXPECTED, [
+            f"{body} at +{at - killed_at:.3f} s" for body, at in arrivals
+        ]
         early = [
             f"{body} #{n}: {due_at - at:.3f} s early"
             for body, times in due.items()
