@@ -101,6 +101,22 @@ def test_shutdown_on_master_failure_stops_the_slave(tmp_path: Path) -> None:
         slave.kill()
 
 
+def test_a_silent_master_is_noticed_by_heart_beats(tmp_path: Path) -> None:
+    """A master that stops answering without closing its connection (SIGSTOP stands in for a
+    vanished host) is taken over once the replication link's heart-beats are missed."""
+    master, slave = _pair(tmp_path)
+    try:
+        paused_at = time.monotonic()
+        master.pause()
+        assert slave.wait_for_state("master", timeout_s=20), "".join(slave.output[-20:])
+        assert time.monotonic() - paused_at >= 5.0  # not before the grace period
+        assert any("went silent" in line for line in slave.output)
+        assert _listening(slave.port)
+    finally:
+        master.kill()
+        slave.kill()
+
+
 def test_manual_recovery_by_copying_the_slave_data_back(tmp_path: Path) -> None:
     """seed 002: shut the slave down, copy its data directory over the master's, restart both."""
     master, slave = _pair(tmp_path)

@@ -34,6 +34,9 @@ from ferrymq.util.uri import URI, parse_uri
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
+HEART_BEAT_MS = 5000
+"""Asked both ways on the replication link; the master drops a silent slave the same way."""
+HEART_BEAT_GRACE = 1.5
 """How often a slave retries a master that is not up yet."""
 
 
@@ -114,13 +117,35 @@ class MasterConnector:
                 host=self._host,
                 login=self._login,
                 passcode=self._passcode,
+                heart_beat=(HEART_BEAT_MS, HEART_BEAT_MS),
                 headers={h.FERRYMQ_REPLICATION: "true", h.FERRYMQ_REPLICA: self.name},
             )
         )
         await writer.drain()
+        loop = asyncio.get_running_loop()
+        interval_s = HEART_BEAT_MS / 1000
+        last_read = last_write = loop.time()
         while True:
             try:
-                data = await reader.read(256 * 1024)
+                # Heart-beats both ways: a master whose host vanished without closing the
+                # connection (power loss, partition) is noticed within 1.5 intervals.
+                if loop.time() - last_write >= interval_s / 2:
+                    writer.write(b"\n")
+                    await writer.drain()
+                    last_write = loop.time()
+                try:
+                    data = await asyncio.wait_for(reader.read(256 * 1024), interval_s / 2)
+                except TimeoutError:
+                    if loop.time() - last_read > interval_s * HEART_BEAT_GRACE:
+                        log.warning(
+                            "slave %s: the master %s went silent (no heart-beat for %.1f s)",
+                            self.name,
+                            self.remote_uri,
+                            loop.time() - last_read,
+                        )
+                        return
+                    continue
+                last_read = loop.time()
             except OSError as exc:  # a killed master often resets the connection
                 log.warning("slave %s: lost the master %s: %s", self.name, self.remote_uri, exc)
                 return
@@ -143,6 +168,7 @@ class MasterConnector:
                     case MessageEvent() if event.subscription == h.REPLICATION_SUBSCRIPTION:
                         await self._apply(event)
                         writer.write(session.ack(event))
+                        last_write = loop.time()
                         try:
                             await writer.drain()
                         except OSError as exc:
