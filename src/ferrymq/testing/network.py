@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Self
 
 from ferrymq.broker import Broker
+from ferrymq.client import Message, Subscription
+from ferrymq.config.model import AdminConfig
 from ferrymq.core.destination import Destination
 from ferrymq.testing.brokers import broker_config, free_port
 
@@ -36,6 +39,7 @@ class BrokerNetwork:
         self.brokers: dict[str, Broker] = {}
         self._specs: dict[str, tuple[str, str]] = {}
         self.ports: dict[str, int] = {}
+        self._admin: set[str] = set()
 
     def add(self, name: str, connectors: str = "", *, attributes: str | None = None) -> None:
         """A broker called ``name`` with these ``<networkConnector>`` elements; ``attributes``
@@ -45,6 +49,15 @@ class BrokerNetwork:
             attributes if attributes is not None else f'brokerId="{name}"',
         )
         self.ports[name] = free_port()
+
+    def enable_admin(self, name: str) -> None:
+        """Serve broker ``name``'s admin API on 127.0.0.1 port 0 once started (``admin_url``)."""
+        self._admin.add(name)
+
+    def admin_url(self, name: str) -> str:
+        admin = self.brokers[name].admin
+        assert admin is not None, f"broker {name} has no admin listener (enable_admin)"
+        return admin.url
 
     def url(self, name: str) -> str:
         return f"tcp://127.0.0.1:{self.ports[name]}"
@@ -63,6 +76,8 @@ class BrokerNetwork:
                 name=name, attributes=attributes, connectors=connectors.format(**urls)
             )
             config = broker_config(self.data_dir / name, name=name, xml=xml, port=self.ports[name])
+            if name in self._admin:
+                config = replace(config, admin=AdminConfig(enabled=True, host="127.0.0.1", port=0))
             broker = Broker(config)
             await broker.start()
             self.brokers[name] = broker
@@ -90,11 +105,13 @@ class BrokerNetwork:
         return self.brokers[name].network.statistics()
 
     def demand(self, name: str, destination: str) -> list[dict[str, object]]:
-        """The demand subscriptions on broker ``name`` for ``queue://X`` / ``topic://X``."""
+        """The demand subscriptions on broker ``name`` for ``queue://X`` / ``topic://X``,
+        including those of duplex bridges that another broker's connector opened."""
         found: list[dict[str, object]] = []
-        for bridge in self.bridges(name):
+        broker_id = self.brokers[name].service.broker_id
+        for bridge in (b for other in self.brokers for b in self.bridges(other)):
             for direction in bridge["directions"]:  # type: ignore[attr-defined]
-                if direction["from"] != self.brokers[name].service.broker_id:
+                if direction["from"] != broker_id:
                     continue
                 found.extend(
                     d for d in direction["demandSubscriptions"] if d["destination"] == destination
@@ -138,3 +155,45 @@ async def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str)
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+async def receive_all(
+    subscriptions: Mapping[str, Subscription],
+    expected: int,
+    *,
+    timeout_s: float = 15.0,
+    quiet_s: float = 0.5,
+) -> dict[str, list[Message]]:
+    """Take (and acknowledge) what the subscriptions receive until ``expected`` messages came
+    in all, then for ``quiet_s`` more, so exact counts can be asserted: a duplicate or a stray
+    message arriving late is counted too. Raises TimeoutError, with the counts so far, when
+    fewer than ``expected`` arrive within ``timeout_s``."""
+    received: dict[str, list[Message]] = {name: [] for name in subscriptions}
+
+    async def take(name: str, subscription: Subscription) -> None:
+        while True:
+            message = await subscription.get()
+            received[name].append(message)
+            await message.ack()
+
+    def counts() -> str:
+        return ", ".join(f"{name}={len(messages)}" for name, messages in received.items())
+
+    timed_out: TimeoutError | None = None
+    async with asyncio.TaskGroup() as group:
+        readers = [group.create_task(take(n, s)) for n, s in subscriptions.items()]
+        try:
+            await wait_until(
+                lambda: sum(len(m) for m in received.values()) >= expected,
+                timeout_s,
+                f"{expected} message(s)",
+            )
+            await asyncio.sleep(quiet_s)  # the bounded quiet period: nothing more may come
+        except TimeoutError as exc:
+            timed_out = exc  # raised outside the group, which would wrap it
+        finally:
+            for reader in readers:
+                reader.cancel()
+    if timed_out is not None:
+        raise TimeoutError(f"{timed_out} (received: {counts()})")
+    return received

@@ -28,7 +28,9 @@ def register(names: tuple[str, ...], opener: VmOpener) -> tuple[str, ...]:
 
 def unregister(names: tuple[str, ...], opener: VmOpener) -> None:
     for name in names:
-        if _openers.get(name) is opener:
+        # ``==``, not ``is``: a bound method (``broker.open_vm_socket``) is a new object at
+        # every attribute access, so ``is`` never matched and a stopped broker kept its names.
+        if _openers.get(name) == opener:
             del _openers[name]
 
 
