@@ -341,6 +341,8 @@ class AdminView:
         statistics = dict(BrokerServiceSource(broker.service).statistics())
         statistics["role"] = broker.role.value
         statistics["master_terms"] = broker.terms
+        # Plain records, shaped by the admin package (it may not import the network layer).
+        statistics["network_bridges"] = broker.network.statistics()
         if broker.replica is not None:
             statistics["replication"] = {
                 "master": broker.replica.remote_uri,

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from ferrymq.admin.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ferrymq.admin.metrics import render_metrics
+from ferrymq.admin.network_bridges import STATISTICS_KEY, network_bridge_documents
 from ferrymq.admin.routing import HttpError, Request, Response, Route, json_response
 from ferrymq.admin.source import AdminSource, ConnectionStatistics, SubscriptionStatistics
 from ferrymq.core.destination import Destination, DestinationType
@@ -81,7 +82,10 @@ def _destination_type(value: str, status: int) -> str:
 
 
 def get_broker(source: AdminSource, request: Request) -> Response:
-    return json_response(dict(source.statistics()))
+    statistics = dict(source.statistics())
+    if STATISTICS_KEY in statistics:
+        statistics[STATISTICS_KEY] = network_bridge_documents(statistics)
+    return json_response(statistics)
 
 
 def list_destinations(source: AdminSource, request: Request) -> Response:
@@ -110,6 +114,10 @@ def list_connections(source: AdminSource, request: Request) -> Response:
     return json_response({"connections": [connection_document(c) for c in connections]})
 
 
+def list_network_bridges(source: AdminSource, request: Request) -> Response:
+    return json_response({"network_bridges": network_bridge_documents(source.statistics())})
+
+
 def get_metrics(source: AdminSource, request: Request) -> Response:
     text = render_metrics(source.statistics(), source.destination_statistics())
     return Response(200, text.encode(), METRICS_CONTENT_TYPE)
@@ -120,5 +128,6 @@ ROUTES: Final = (
     Route("/api/v1/destinations", list_destinations),
     Route("/api/v1/destinations/{type}/{name}", get_destination),
     Route("/api/v1/connections", list_connections),
+    Route("/api/v1/network-bridges", list_network_bridges),
     Route("/metrics", get_metrics),
 )

@@ -1,4 +1,5 @@
-"""``ferrymq stat``: a running broker's destinations, read from its admin API."""
+"""``ferrymq stat``: a running broker's role, network bridges and destinations, read from its
+admin API."""
 
 from __future__ import annotations
 
@@ -49,6 +50,44 @@ def describe_role(broker: dict[str, Any]) -> str:
     return line
 
 
+def describe_bridges(bridges: list[dict[str, Any]]) -> list[str]:
+    """The network bridges of the admin API's broker document, one line each, then one line per
+    direction and one per demand subscription of that direction."""
+    lines: list[str] = []
+    for bridge in bridges:
+        local, remote = bridge.get("local_broker") or {}, bridge.get("remote_broker") or {}
+        arrow = "<->" if bridge.get("duplex") else "->"
+        remote_text = (
+            _broker(remote) if remote.get("id") else f"{bridge.get('uri')} (not yet known)"
+        )
+        duplex = ", duplex" if bridge.get("duplex") else ""
+        lines.append(
+            f"network bridge {bridge.get('connector')}: {_broker(local)} {arrow} {remote_text}"
+            f"{duplex}, {bridge.get('state')}"
+        )
+        for direction in bridge.get("directions") or ():
+            demands = direction.get("demand_subscriptions") or []
+            lines.append(
+                f"  {direction.get('direction')} {direction.get('from')} -> {direction.get('to')}: "
+                f"{direction.get('forwarded', 0)} forwarded, "
+                f"{len(demands)} demand subscription(s)"
+            )
+            for demand in demands:
+                destination = demand.get("destination") or {}
+                selector = f", selector {demand['selector']}" if demand.get("selector") else ""
+                lines.append(
+                    f"    {destination.get('type')} {destination.get('name')}: "
+                    f"{demand.get('consumers', 0)} consumer(s), priority {demand.get('priority')}"
+                    f"{selector}, {demand.get('forwarded', 0)} forwarded"
+                )
+    return lines
+
+
+def _broker(broker: dict[str, Any]) -> str:
+    name, id_ = broker.get("name"), broker.get("id")
+    return f"{name} (id {id_})" if name and name != id_ else str(id_ or name)
+
+
 def run(args: argparse.Namespace) -> int:
     query = f"?type={args.type}" if args.type else ""
     try:
@@ -63,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         return 0
     print(describe_role(broker))
+    for line in describe_bridges(broker.get("network_bridges") or []):
+        print(line)
     header = ("TYPE", "NAME", "DEPTH", "ENQUEUED", "DEQUEUED", "CONSUMERS")
     table = [header] + [
         (
