@@ -390,6 +390,10 @@ class TcpTransport:
         self.abort()
         if self._runner is not None:
             await asyncio.wait([self._runner])
+            if self._writer is not None and not self._writer.transport.is_closing():
+                # A runner cancelled before its first step (a close right after open, as a
+                # network bridge that finds a loop does) never ran its ``finally``.
+                self._writer.transport.abort()
         else:
             await self._close_socket()
 

@@ -129,6 +129,13 @@ def read_destinations(context: LoadContext, element: Element) -> list[Destinatio
     result: list[DestinationRef] = []
     for child in reader.children({"queue", "topic"}):
         child_reader = context.reader(child)
+        name = child_reader.optional("physicalName")
+        if name is not None and not name.strip():
+            # seed 001 Example 9.2 prints "" where seed 002 Example 2.5 has ">".
+            raise child_reader.error(
+                f'an empty name matches nothing: write physicalName=">" for every {child.name}',
+                "physicalName",
+            )
         name = child_reader.required("physicalName")
         child_reader.children(())
         child_reader.finish()

@@ -67,15 +67,28 @@ def parse_consumer_advisory(body: bytes) -> RemoteConsumer | RemovedConsumer | N
         raise AdvisoryError(f"consumer advisory is not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise AdvisoryError("consumer advisory is not a JSON object")
-    info = document.get("ConsumerInfo")
-    if isinstance(info, dict):
+    # A ConsumerInfo or RemoveInfo of the wrong shape is an error, not an advisory to skip in
+    # silence: the bridge logs it, so a lost demand (or a route never closed) can be traced.
+    if "ConsumerInfo" in document:
+        info = document["ConsumerInfo"]
+        if not isinstance(info, dict):
+            raise AdvisoryError("ConsumerInfo is not a JSON object")
         return _consumer(info)
-    removed = document.get("RemoveInfo")
-    if isinstance(removed, dict):
-        object_id = removed.get("objectId")
-        if isinstance(object_id, dict) and isinstance(object_id.get("ConsumerId"), str):
-            return RemovedConsumer(object_id["ConsumerId"])
+    if "RemoveInfo" in document:
+        return _removed(document["RemoveInfo"])
     return None
+
+
+def _removed(removed: object) -> RemovedConsumer | None:
+    object_id = removed.get("objectId") if isinstance(removed, dict) else None
+    if not isinstance(object_id, dict):
+        raise AdvisoryError("RemoveInfo without an objectId object")
+    if "ConsumerId" not in object_id:
+        return None  # a connection or session went away: its consumers are removed one by one
+    consumer_id = object_id["ConsumerId"]
+    if not isinstance(consumer_id, str):
+        raise AdvisoryError("RemoveInfo ConsumerId is not a string")
+    return RemovedConsumer(consumer_id)
 
 
 def _consumer(info: dict[str, object]) -> RemoteConsumer:

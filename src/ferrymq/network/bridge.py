@@ -19,7 +19,6 @@ that reached two brokers is stored once).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
@@ -206,8 +205,9 @@ class DemandForwardingBridge:
         del self._open[opened.demand.key]
         if opened.pump is not None:
             opened.pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await opened.pump
+            # wait(), not a suppressed await: that swallowed the cancellation of this task too
+            # when the bridge stopped meanwhile, and the bridge's stop then hung.
+            await asyncio.wait({opened.pump})
         if opened.in_flight:
             await asyncio.wait(opened.in_flight)
         await opened.subscription.unsubscribe()

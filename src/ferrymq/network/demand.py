@@ -25,7 +25,7 @@ from ferrymq.network.advisories import RemoteConsumer
 
 
 def _pattern(ref: DestinationRef) -> DestinationPattern:
-    # An empty physicalName (seed 001 Example 9.2) stands for every destination of its kind.
+    # The loader refuses an empty physicalName; a model built in code gets ">" for it.
     name = ref.physical_name.strip() or ">"
     return DestinationPattern(Destination.topic(name) if ref.is_topic else Destination.queue(name))
 
