@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from ferrymq.client import ClientError, StaticDiscoveryAgent
 from ferrymq.client.failover.options import static_agent_options
@@ -40,13 +41,17 @@ def discovery_agent(config: NetworkConnectorConfig) -> StaticDiscoveryAgent:
             f"networkConnector {config.name}: discovery agent {scheme}: is not supported yet "
             "(static:, masterslave:, failover:)"
         )
-    if scheme in ("static", "simple"):
+    if scheme in ("static", "simple", "masterslave"):
         assert isinstance(uri, CompositeURI)
         raw = uri.raw or str(uri)
         try:
             options = static_agent_options(uri.options, url=raw)
         except ClientError as exc:
             raise NetworkConnectorError(f"networkConnector {config.name}: {exc}") from None
+        if scheme == "masterslave":
+            # ActiveMQ's MasterSlaveDiscoveryAgent is a static agent (reference §3.3): the query
+            # is its back-off, not an option of the one failover service it announces.
+            return StaticDiscoveryAgent([replace(uri, options={}).render(nested=False)], options)
         members = [
             m.render(nested=True) if isinstance(m, CompositeURI) else str(m) for m in uri.components
         ]
