@@ -269,6 +269,46 @@ async def test_destination_filters(tmp_path: Path, filters: str, crossing: set[s
         await on_b.close()
 
 
+async def test_exclusion_applies_to_each_message_of_a_wildcard_consumer(tmp_path: Path) -> None:
+    """seed 001 Example 4.2 with wildcard consumers on B (``TRADE.STOCK.>``, ``PRICE.STOCK.>``):
+    their demand crosses, but each message is checked against the filters by its own
+    destination, so the excluded NYSE queue messages stay on A and the excluded NYSE topic
+    messages do not cross (ActiveMQ re-checks every message before forwarding too)."""
+    net = BrokerNetwork(tmp_path)
+    net.add("B")
+    net.add(
+        "A",
+        f"""<networkConnector name="linkToBrokerB" uri="static:({{B}})" networkTTL="3">
+    {EXCLUDED}</networkConnector>""",
+    )
+    async with net:
+        await net.wait_for_bridges()
+        on_b = await connect(net.url("B"))
+        on_a = await connect(net.url("A"))
+        consumers = {
+            d: await on_b.subscribe(d) for d in ("/queue/TRADE.STOCK.>", "/topic/PRICE.STOCK.>")
+        }
+        await net.wait_for_demand("A", "queue://TRADE.STOCK.>")
+        await net.wait_for_demand("A", "topic://PRICE.STOCK.>")
+        sent = [
+            "/queue/TRADE.STOCK.NASDAQ.ORCL",
+            "/queue/TRADE.STOCK.NYSE.IBM",
+            "/topic/PRICE.STOCK.NASDAQ.ORCL",
+            "/topic/PRICE.STOCK.NYSE.IBM",
+        ]
+        for destination in sent:
+            for i in range(3):
+                await on_a.send(destination, f"{destination} {i}")
+        received = await receive_all(consumers, expected=6)
+        assert sorted(m.destination for ms in received.values() for m in ms) == sorted(
+            ["/queue/TRADE.STOCK.NASDAQ.ORCL"] * 3 + ["/topic/PRICE.STOCK.NASDAQ.ORCL"] * 3
+        )
+        assert net.queue_depth("A", "TRADE.STOCK.NYSE.IBM") == 3
+        assert net.queue_depth("A", "TRADE.STOCK.NASDAQ.ORCL") == 0
+        await on_a.close()
+        await on_b.close()
+
+
 def _qualified(destination: str) -> str:
     kind, _, name = destination.strip("/").partition("/")
     return f"{kind}://{name}"

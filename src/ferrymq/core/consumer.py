@@ -31,19 +31,30 @@ QUEUE_BROWSER_PREFETCH = 500
 @dataclass(frozen=True, slots=True)
 class NetworkFilter:
     """What a network bridge's demand subscription may take (ActiveMQ's NetworkBridgeFilter):
-    never a message that already crossed the broker it forwards to (self-avoiding paths), and
-    never one whose broker path already has ``message_ttl`` hops (-1: no limit)."""
+    never a message that already crossed the broker it forwards to (self-avoiding paths), never
+    one whose broker path already has ``message_ttl`` hops (-1: no limit), and, for a demand on a
+    wildcard, never one whose own destination the connector excludes or does not include (a
+    ``PRICE.>`` consumer must not pull an excluded ``PRICE.NYSE.X`` across)."""
 
     target_broker_id: str
     message_ttl: int = 1
+    excluded: tuple[DestinationPattern, ...] = ()
+    included: tuple[DestinationPattern, ...] = ()
 
     def admits(self, message: Message) -> bool:
         path = message.broker_path
-        if not path:
-            return True
-        if self.target_broker_id in path:
-            return False
-        return self.message_ttl < 0 or len(path) < self.message_ttl
+        if path:
+            if self.target_broker_id in path:
+                return False
+            if self.message_ttl >= 0 and len(path) >= self.message_ttl:
+                return False
+        if (self.excluded or self.included) and not message.destination.is_temporary:
+            destination = message.destination
+            if any(p.matches(destination) for p in self.excluded):
+                return False
+            if self.included and not any(p.matches(destination) for p in self.included):
+                return False
+        return True
 
 
 class AckMode(enum.Enum):

@@ -184,6 +184,12 @@ class DemandForwardingBridge:
         }
         if demand.original_ids:
             headers[h.FERRYMQ_NETWORK_CONSUMER_IDS] = ",".join(demand.original_ids)
+        if not demand.static:
+            excluded, included = self.table.filter.patterns()
+            if excluded:
+                headers[h.FERRYMQ_NETWORK_EXCLUDED] = excluded
+            if included:
+                headers[h.FERRYMQ_NETWORK_INCLUDED] = included
         demand.subscription_id = f"demand-{self.direction}-{next(self._ids)}"
         subscription = await self.source.subscribe(
             stomp_name(demand.destination),

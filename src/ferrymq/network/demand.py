@@ -56,6 +56,13 @@ class DestinationFilter:
         self._excluded = [(r.is_topic, _pattern(r)) for r in config.excluded_destinations]
         self._bridge_temps = config.bridge_temp_destinations
 
+    def patterns(self) -> tuple[str, str]:
+        """(excluded, included) as the broker reads them on a demand subscription."""
+        return (
+            ",".join(p.destination.qualified for _, p in self._excluded),
+            ",".join(p.destination.qualified for _, p in self._included),
+        )
+
     def permits(self, destination: Destination) -> bool:
         if destination.is_advisory:
             return False

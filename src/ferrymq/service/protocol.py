@@ -25,7 +25,7 @@ from ferrymq.core.consumer import (
     Consumer,
     NetworkFilter,
 )
-from ferrymq.core.destination import Destination
+from ferrymq.core.destination import Destination, DestinationError, DestinationPattern
 from ferrymq.core.effects import Delivery
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message, MessageId
@@ -441,7 +441,10 @@ class StompConnection:
         target = headers.get(h.FERRYMQ_FORWARD_TO) or self.remote_broker_id
         if target:
             consumer.network_filter = NetworkFilter(
-                target, _int_option(headers, h.FERRYMQ_MESSAGE_TTL, 1)
+                target,
+                _int_option(headers, h.FERRYMQ_MESSAGE_TTL, 1),
+                _patterns(headers, h.FERRYMQ_NETWORK_EXCLUDED),
+                _patterns(headers, h.FERRYMQ_NETWORK_INCLUDED),
             )
 
     def _mirror_temporaries(self, destinations: Iterable[Destination]) -> None:
@@ -735,6 +738,18 @@ class StompConnection:
         if self.transport is not None:
             self.transport.close()
         self._teardown()
+
+
+def _patterns(headers: dict[str, str], name: str) -> tuple[DestinationPattern, ...]:
+    text = headers.get(name, "")
+    try:
+        return tuple(
+            DestinationPattern(Destination.parse_qualified(part.strip()))
+            for part in text.split(",")
+            if part.strip()
+        )
+    except DestinationError as exc:
+        raise BrokerError(f"header {name}: {exc}") from None
 
 
 def _int_option(headers: dict[str, str], name: str, default: int) -> int:

@@ -141,3 +141,7 @@ FERRYMQ_CONSUMER_PATH: Final = "ferrymq.consumer-broker-path"
 FERRYMQ_FORWARD_TO: Final = "ferrymq.forward-to"
 FERRYMQ_MESSAGE_TTL: Final = "ferrymq.message-ttl"
 FERRYMQ_NETWORK_CONSUMER_IDS: Final = "ferrymq.network-consumer-ids"
+# The connector's excludedDestinations / dynamicallyIncludedDestinations, as comma-separated
+# ``queue://NAME`` / ``topic://NAME`` patterns, applied to each message of a demand subscription.
+FERRYMQ_NETWORK_EXCLUDED: Final = "ferrymq.network-excluded"
+FERRYMQ_NETWORK_INCLUDED: Final = "ferrymq.network-included"
