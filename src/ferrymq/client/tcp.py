@@ -174,9 +174,10 @@ class TcpTransport:
             raise ConnectFailedError(reason, url=self._url) from exc
 
     async def _connect_socket(self) -> None:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(self._host, self._port), self._options.connection_timeout_s
-        )
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that arrives
+        # as the connection completes, and a cancelled standby keeper then never ended.
+        async with asyncio.timeout(self._options.connection_timeout_s):
+            reader, writer = await asyncio.open_connection(self._host, self._port)
         self._reader, self._writer = reader, writer
         self._configure_socket()
 

@@ -11,7 +11,6 @@ Every task it starts is kept in ``_tasks`` and cancelled and awaited by ``stop``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import os
@@ -40,6 +39,7 @@ from ferrymq.store.sqlite import SqliteStore
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.tcp import TcpListener
 from ferrymq.util import vm
+from ferrymq.util.aio import wait_event
 
 log = logging.getLogger(__name__)
 
@@ -466,10 +466,7 @@ class BrokerService:
 
     async def wait_store_failed(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s``; True once the store has failed (a lost lock included)."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout_s):
-                await self._store_failure.wait()
-        return self._store_failure.is_set()
+        return await wait_event(self._store_failure, timeout_s)
 
     def announce_master(self) -> None:
         """``ActiveMQ.Advisory.MasterBroker``: this broker just became master."""

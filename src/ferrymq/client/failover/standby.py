@@ -21,13 +21,13 @@ to another.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Final
 
 from ferrymq.client.errors import BrokerErrorFrame, BrokerURLError, ConnectFailedError
 from ferrymq.client.failover.link import Link, Role
 from ferrymq.client.failover.policy import broker_key
+from ferrymq.util.aio import wait_event
 
 if TYPE_CHECKING:
     from ferrymq.client.failover.transport import FailoverTransport
@@ -87,7 +87,11 @@ class StandbyKeeper:
     async def run(self) -> None:
         failures = 0
         loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
         while True:
+            if task is not None and task.cancelling():
+                # A cancellation an awaited library call swallowed (3.11) still ends the keeper.
+                raise asyncio.CancelledError
             self._wake.clear()
             timeout: float | None = None
             current = self.owner.current
@@ -99,9 +103,7 @@ class StandbyKeeper:
                 else:
                     failures += 1
                     timeout = self.owner.policy.back_off_ms(failures, startup=False) / 1000
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(timeout):
-                    await self._wake.wait()
+            await wait_event(self._wake, timeout)
 
     async def _prune(self, current: Link, now: float) -> None:
         for link in list(self._links):

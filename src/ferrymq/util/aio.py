@@ -1,0 +1,23 @@
+"""asyncio helpers that the event loop's own do not get right on Python 3.11."""
+
+from __future__ import annotations
+
+import asyncio
+
+
+async def wait_event(event: asyncio.Event, timeout_s: float | None) -> bool:
+    """Wait until ``event`` is set or ``timeout_s`` passed (None: no limit); True if it is set.
+
+    ``suppress(TimeoutError)`` around ``asyncio.timeout`` loses a cancellation on 3.11 when it
+    races the timeout (the cancel comes out as TimeoutError and is swallowed), which left a
+    failover transport's standby keeper waiting for ever after its owner cancelled it;
+    ``asyncio.wait`` always lets the cancellation through.
+    """
+    if event.is_set():
+        return True
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait([waiter], timeout=timeout_s)
+    finally:
+        waiter.cancel()
+    return event.is_set()
