@@ -96,7 +96,12 @@ def test_consumer_info_is_read_back_field_for_field() -> None:
     made.durable_name = "sub-1"
     remote = advertised(made)
     assert remote == RemoteConsumer(
-        advisory.consumer_id(made), FOO, "color = 'red'", 3, durable_name="sub-1"
+        advisory.consumer_id(made),
+        FOO,
+        "color = 'red'",
+        3,
+        durable_name="sub-1",
+        client_id="client-1",
     )
     assert remote.original_ids == (advisory.consumer_id(made),)
 

@@ -33,8 +33,8 @@ PENDING: Mapping[str, str] = MappingProxyType(
         ),
         "network-no-effect": "has no effect in FerryMQ (docs/networks.md says why)",
         "network-durable": (
-            "durable network subscriptions are not kept: demand for a durable subscriber "
-            "lasts while it is connected (dynamicOnly, durableDestinations, syncDurableSubs)"
+            "syncDurableSubs is not supported: a durable demand whose remote subscription was "
+            "deleted while the bridge was down is kept until deleted by hand"
         ),
         "listener-discovery": "advertising a listener through discoveryUri is not supported yet",
         "cluster-clients": (
@@ -96,7 +96,7 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
         element = f'<networkConnector name="{network.name}">'
         if network.parsed_uri.scheme.lower() not in NETWORK_SCHEMES:
             yield "network-discovery", network.location, element
-        if network.durable_destinations or network.sync_durable_subs:
+        if network.sync_durable_subs:
             yield "network-durable", network.location, element
         for attribute, value in (
             ("destinationFilter", network.destination_filter is not None),

@@ -109,6 +109,18 @@ def consumer_removed(consumer: Consumer) -> bytes:
     )
 
 
+def subscription_removed(client_id: str, name: str, destination: Destination) -> bytes:
+    return _json(
+        {
+            "RemoveSubscriptionInfo": {
+                "clientId": client_id,
+                "subscriptionName": name,
+                "destination": destination.qualified,
+            }
+        }
+    )
+
+
 def connection_info(
     connection_id: str, client_id: str, user: str | None, remote_address: str | None
 ) -> bytes:

@@ -452,6 +452,15 @@ class RegionBroker:
     def destroy_durable(self, connection_id: str, subscription_name: str) -> None:
         """UNSUBSCRIBE with ``activemq.subscriptionName``: the durable subscription is deleted."""
         state = self._connection(connection_id)
+        destination = self.subscriptions.durable_destination(state.client_id, subscription_name)
+        if destination is not None and not destination.is_advisory:
+            # Bridges forget their durable demand for it (ActiveMQ's RemoveSubscriptionInfo).
+            self._advise(
+                advisory.consumer_topic(destination),
+                lambda: advisory.subscription_removed(
+                    state.client_id, subscription_name, destination
+                ),
+            )
         for subscription_id, consumer in list(state.consumers.items()):
             if consumer.durable_name == subscription_name:
                 self.unsubscribe(connection_id, subscription_id, destroy_durable=True)

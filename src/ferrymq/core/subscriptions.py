@@ -160,6 +160,8 @@ class SubscriptionRegistry:
             )
             subscription = self._create_durable(record)
             self.region.effects.store_ops.append(AddDurableSubscription(record))
+        # A bridge's durable demand keeps its filter while offline (until a restart).
+        subscription.network_filter = consumer.network_filter
         return subscription
 
     def _create_durable(self, record: DurableSubscriptionRecord) -> TopicSubscription:
@@ -189,6 +191,10 @@ class SubscriptionRegistry:
         if subscription.durable and not destroy:
             return
         self._remove(subscription)
+
+    def durable_destination(self, client_id: str, name: str) -> Destination | None:
+        subscription = self._durables.get((client_id, name))
+        return subscription.destination if subscription is not None else None
 
     def destroy_durable(self, client_id: str, name: str) -> bool:
         subscription = self._durables.get((client_id, name))

@@ -125,6 +125,7 @@ class MasterConnector:
         loop = asyncio.get_running_loop()
         interval_s = HEART_BEAT_MS / 1000
         last_read = last_write = loop.time()
+        task = asyncio.current_task()
         while True:
             try:
                 # Heart-beats both ways: a master whose host vanished without closing the
@@ -133,8 +134,12 @@ class MasterConnector:
                     writer.write(b"\n")
                     await writer.drain()
                     last_write = loop.time()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError  # one that a racing timeout turned into a
+                    # TimeoutError (Python 3.11) must still end the slave's loop
                 try:
-                    data = await asyncio.wait_for(reader.read(256 * 1024), interval_s / 2)
+                    async with asyncio.timeout(interval_s / 2):
+                        data = await reader.read(256 * 1024)
                 except TimeoutError:
                     if loop.time() - last_read > interval_s * HEART_BEAT_GRACE:
                         log.warning(

@@ -43,6 +43,7 @@ class RemoteConsumer:
     browser: bool = False
     network_consumer_ids: tuple[str, ...] = ()
     durable_name: str | None = None
+    client_id: str | None = None
 
     @property
     def original_ids(self) -> tuple[str, ...]:
@@ -55,11 +56,21 @@ class RemovedConsumer:
     consumer_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class RemovedSubscription:
+    """A durable subscription was deleted (ActiveMQ's RemoveSubscriptionInfo)."""
+
+    client_id: str
+    subscription_name: str
+
+
 class AdvisoryError(ValueError):
     """An advisory body a bridge cannot read; the message says what was wrong."""
 
 
-def parse_consumer_advisory(body: bytes) -> RemoteConsumer | RemovedConsumer | None:
+def parse_consumer_advisory(
+    body: bytes,
+) -> RemoteConsumer | RemovedConsumer | RemovedSubscription | None:
     """Read one consumer advisory; None for kinds a bridge ignores."""
     try:
         document = json.loads(body)
@@ -76,6 +87,13 @@ def parse_consumer_advisory(body: bytes) -> RemoteConsumer | RemovedConsumer | N
         return _consumer(info)
     if "RemoveInfo" in document:
         return _removed(document["RemoveInfo"])
+    if "RemoveSubscriptionInfo" in document:
+        info = document["RemoveSubscriptionInfo"]
+        client_id = info.get("clientId") if isinstance(info, dict) else None
+        name = info.get("subscriptionName") if isinstance(info, dict) else None
+        if not isinstance(client_id, str) or not isinstance(name, str):
+            raise AdvisoryError("RemoveSubscriptionInfo without clientId and subscriptionName")
+        return RemovedSubscription(client_id, name)
     return None
 
 
@@ -112,6 +130,7 @@ def _consumer(info: dict[str, object]) -> RemoteConsumer:
         info.get("browser") is True,
         _strings(info.get("networkConsumerIds")),
         name if isinstance(name := info.get("subscriptionName"), str) else None,
+        client if isinstance(client := info.get("clientId"), str) else None,
     )
 
 

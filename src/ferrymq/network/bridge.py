@@ -31,6 +31,7 @@ from ferrymq.network.advisories import (
     AdvisoryError,
     RemoteConsumer,
     RemovedConsumer,
+    RemovedSubscription,
     parse_consumer_advisory,
     stomp_name,
 )
@@ -82,6 +83,7 @@ class DemandForwardingBridge:
         target_broker_id: str,
         routes: RouteRegistry | None = None,
         direction: str = "outbound",
+        durable_prefix: str | None = None,
     ) -> None:
         self.config = config
         self.source = source
@@ -90,10 +92,13 @@ class DemandForwardingBridge:
         self.target_broker_id = target_broker_id
         self.direction = direction
         self.table = DemandTable(
-            config, local_broker_id=source_broker_id, remote_broker_id=target_broker_id
+            config,
+            local_broker_id=source_broker_id,
+            remote_broker_id=target_broker_id,
+            durable_prefix=durable_prefix,
         )
         self._routes = routes if config.suppress_duplicate_queue_subscriptions else None
-        self._actions: asyncio.Queue[tuple[bool, Demand]] = asyncio.Queue()
+        self._actions: asyncio.Queue[tuple[bool, Demand, bool]] = asyncio.Queue()
         self._open: dict[str, _OpenDemand] = {}
         self._ids = itertools.count(1)
         self._group: asyncio.TaskGroup | None = None
@@ -110,7 +115,7 @@ class DemandForwardingBridge:
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
-                for demand in self.table.static_demands():
+                for demand in [*self.table.static_demands(), *self.table.durable_demands()]:
                     self._request(demand, open_=True)
                 group.create_task(self._apply_actions())
                 if not self.config.static_bridge:
@@ -141,10 +146,14 @@ class DemandForwardingBridge:
             elif isinstance(event, RemovedConsumer):
                 change = self.table.remove(event.consumer_id)
                 if change.closed is not None:
-                    self._request(change.closed, open_=False)
+                    self._request(change.closed, open_=False, destroy=change.destroy)
+            elif isinstance(event, RemovedSubscription):
+                change = self.table.remove_subscription(event.client_id, event.subscription_name)
+                if change.closed is not None:
+                    self._request(change.closed, open_=False, destroy=change.destroy)
         raise BridgeFailedError(f"{self._label}: the consumer advisories ended")
 
-    def _request(self, demand: Demand, *, open_: bool) -> None:
+    def _request(self, demand: Demand, *, open_: bool, destroy: bool = False) -> None:
         routes = self._routes
         if routes is not None and demand.destination.is_queue and not demand.static:
             if open_:
@@ -152,27 +161,27 @@ class DemandForwardingBridge:
                     return  # suppressed: another route serves these consumers
             else:
                 routes.release(self, demand)
-        self._actions.put_nowait((open_, demand))
+        self._actions.put_nowait((open_, demand, destroy))
 
     def open_route(self, demand: Demand) -> None:
         """The route registry reopens a route that was suppressed."""
         if demand.key in self.table.demands:
-            self._actions.put_nowait((True, demand))
+            self._actions.put_nowait((True, demand, False))
 
     def close_route(self, demand: Demand) -> None:
         """The route registry closes a route that a better one replaces."""
-        self._actions.put_nowait((False, demand))
+        self._actions.put_nowait((False, demand, False))
 
     async def _apply_actions(self) -> None:
         while True:
-            open_, demand = await self._actions.get()
+            open_, demand, destroy = await self._actions.get()
             if open_:
                 if demand.key not in self._open:
                     await self._subscribe(demand)
             else:
                 opened = self._open.get(demand.key)
                 if opened is not None and opened.demand is demand:
-                    await self._unsubscribe(opened)
+                    await self._unsubscribe(opened, destroy=destroy)
 
     async def _subscribe(self, demand: Demand) -> None:
         config = self.config
@@ -198,6 +207,7 @@ class DemandForwardingBridge:
             prefetch=config.prefetch_size,
             priority=demand.priority,
             id=demand.subscription_id,
+            durable_name=demand.durable_name,
             headers=headers,
         )
         assert self._group is not None
@@ -205,7 +215,7 @@ class DemandForwardingBridge:
         opened.pump = self._group.create_task(self._pump(opened))
         self._open[demand.key] = opened
 
-    async def _unsubscribe(self, opened: _OpenDemand) -> None:
+    async def _unsubscribe(self, opened: _OpenDemand, *, destroy: bool = False) -> None:
         """Stop taking messages, let the forwards under way finish (their acks name this
         subscription), then remove it; what it still held goes back to the source's queue."""
         del self._open[opened.demand.key]
@@ -216,7 +226,7 @@ class DemandForwardingBridge:
             await asyncio.wait({opened.pump})
         if opened.in_flight:
             await asyncio.wait(opened.in_flight)
-        await opened.subscription.unsubscribe()
+        await opened.subscription.unsubscribe(durable=destroy)
 
     # -- forwarding ---------------------------------------------------------------------------
 

@@ -84,6 +84,11 @@ class Demand:
     broker_path: tuple[str, ...]
     """The path advertised for it: the consumer's path plus the broker it is on."""
     static: bool = False
+    durable_name: str | None = None
+    """Set for a durable demand (a remote durable subscriber, or a durableDestination)."""
+    durables: set[tuple[str, str]] = field(default_factory=set)
+    """The remote durable subscriptions (client id, name) it serves: while one exists the
+    demand stays, so what is published while the subscriber is offline still crosses."""
     consumers: set[str] = field(default_factory=set)
     original_ids: tuple[str, ...] = ()
     forwarded: int = 0
@@ -94,13 +99,20 @@ class Demand:
 class DemandChange:
     opened: Demand | None = None
     closed: Demand | None = None
+    destroy: bool = False
+    """With ``closed``: delete the (durable) subscription, not just stop it."""
 
 
 class DemandTable:
     """The demand of one bridge direction: remote consumers in, subscriptions out."""
 
     def __init__(
-        self, config: NetworkConnectorConfig, *, local_broker_id: str, remote_broker_id: str
+        self,
+        config: NetworkConnectorConfig,
+        *,
+        local_broker_id: str,
+        remote_broker_id: str,
+        durable_prefix: str | None = None,
     ) -> None:
         self.config = config
         self.local_broker_id = local_broker_id
@@ -108,6 +120,9 @@ class DemandTable:
         self.remote_broker_id = remote_broker_id
         """The broker whose consumers create the demand (messages go to it)."""
         self.filter = DestinationFilter(config)
+        self.durable_prefix = durable_prefix
+        """``NC-DS_<localBrokerName>_`` when the demand side can hold durable subscriptions
+        (the bridge's own broker); None keeps every demand non-durable."""
         self.demands: dict[str, Demand] = {}
         self._by_consumer: dict[str, str] = {}
         self.ignored = 0
@@ -149,6 +164,8 @@ class DemandTable:
             return DemandChange()
         config = self.config
         destination = consumer.destination
+        if consumer.durable_name is not None and self.durable_prefix is not None:
+            return self._add_durable(consumer)
         conduit = config.conduit_subscriptions and (
             destination.is_topic
             or not consumer.network
@@ -179,6 +196,59 @@ class DemandTable:
         self.demands[key] = demand
         return DemandChange(opened=demand)
 
+    def durable_demands(self) -> list[Demand]:
+        """``durableDestinations`` with ``dynamicOnly="false"``: the durable demand of an earlier
+        bridge is taken up again at start, so what it kept while the bridge was down crosses
+        before any subscriber reconnects (reference §4.2, DurableConduitBridge)."""
+        if self.config.dynamic_only or self.durable_prefix is None:
+            return []
+        found = []
+        for ref in self.config.durable_destinations:
+            if not ref.is_topic:
+                continue
+            found.append(self._durable_demand(Destination.topic(ref.physical_name.strip())))
+        return found
+
+    def _durable_demand(self, destination: Destination) -> Demand:
+        key = f"durable:{destination.qualified}"
+        existing = self.demands.get(key)
+        if existing is not None:
+            return existing
+        demand = Demand(
+            key,
+            destination,
+            None,
+            self._priority(1),
+            (self.remote_broker_id,),
+            durable_name=f"{self.durable_prefix}{destination.name}",
+        )
+        self.demands[key] = demand
+        return demand
+
+    def _add_durable(self, consumer: RemoteConsumer) -> DemandChange:
+        known = consumer.durable_name is not None and any(
+            (consumer.client_id, consumer.durable_name) in d.durables for d in self.demands.values()
+        )
+        new = f"durable:{consumer.destination.qualified}" not in self.demands
+        demand = self._durable_demand(consumer.destination)
+        demand.consumers.add(consumer.consumer_id)
+        demand.original_ids = (*demand.original_ids, *consumer.original_ids)
+        if consumer.durable_name is not None:
+            demand.durables.add((consumer.client_id or "", consumer.durable_name))
+        self._by_consumer[consumer.consumer_id] = demand.key
+        return DemandChange(opened=demand if new and not known else None)
+
+    def remove_subscription(self, client_id: str, name: str) -> DemandChange:
+        """A remote durable subscription was deleted: the last one takes the durable demand,
+        and its subscription here, with it."""
+        for demand in list(self.demands.values()):
+            if (client_id, name) in demand.durables:
+                demand.durables.discard((client_id, name))
+                if not demand.durables and not demand.consumers:
+                    del self.demands[demand.key]
+                    return DemandChange(closed=demand, destroy=True)
+        return DemandChange()
+
     def remove(self, consumer_id: str) -> DemandChange:
         key = self._by_consumer.pop(consumer_id, None)
         if key is None:
@@ -187,10 +257,11 @@ class DemandTable:
         if demand is None:
             return DemandChange()
         demand.consumers.discard(consumer_id)
-        if demand.consumers:
+        if demand.consumers or demand.durables:
             return DemandChange()
         del self.demands[key]
-        return DemandChange(closed=demand)
+        # A durable demand closes only once its remote subscriptions were deleted too.
+        return DemandChange(closed=demand, destroy=demand.durable_name is not None)
 
     def _priority(self, hops: int) -> int:
         if not self.config.decrease_network_consumer_priority:

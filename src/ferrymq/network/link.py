@@ -92,8 +92,13 @@ class NetworkBridge:
             self.remote_broker_id = remote_id
             self.remote_broker_name = remote.connected_headers.get(h.FERRYMQ_BROKER_NAME)
             self.remote_url = remote.remote_url
+            remote_name = self.remote_broker_name or remote_id
+            token = config.client_id_token
             own = await connect(
                 f"vm://{local.broker_id}",
+                # ActiveMQ's local bridge client id: durable demand lives under it.
+                client_id=f"{config.name}{token}{remote_name}{token}inbound{token}"
+                f"{local.broker_name}",
                 headers={
                     h.FERRYMQ_NETWORK_BRIDGE: config.name,
                     h.FERRYMQ_BROKER_ID: remote_id,
@@ -121,6 +126,8 @@ class NetworkBridge:
                 target_broker_id=remote_id,
                 routes=self.routes,
                 direction="outbound",
+                durable_prefix=f"NC-DS{config.client_id_token}{self.local.broker_name}"
+                f"{config.client_id_token}",
             )
         ]
         if config.duplex:

@@ -118,6 +118,11 @@ class BrokerNetwork:
                 )
         return found
 
+    def durable_depth(self, name: str, client_id: str, subscription: str) -> int | None:
+        """Messages a durable subscription holds on broker ``name``; None if it does not exist."""
+        found = self.brokers[name].service.region.subscriptions.durable(client_id, subscription)
+        return found.depth if found is not None else None
+
     def queue_depth(self, name: str, queue: str) -> int:
         """Messages on a broker's queue: waiting, paged out or in flight."""
         container = self.brokers[name].service.region.queues.get(Destination.queue(queue))
