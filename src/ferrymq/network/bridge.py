@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -62,12 +63,23 @@ class BridgeFailedError(Exception):
     """The bridge cannot go on (a connection or subscription ended); the connector rebuilds it."""
 
 
+@dataclass(eq=False, slots=True)
+class _Forward:
+    message: Message
+    done: bool = False
+
+
 @dataclass(eq=False)
 class _OpenDemand:
     demand: Demand
     subscription: Subscription
     pump: asyncio.Task[None] | None = None
+    acker: asyncio.Task[None] | None = None
     in_flight: set[asyncio.Task[None]] = field(default_factory=set)
+    order: deque[_Forward] = field(default_factory=deque)
+    """Forwards in delivery order; the acker acknowledges the finished front of it."""
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    closing: bool = False
 
 
 class DemandForwardingBridge:
@@ -203,7 +215,9 @@ class DemandForwardingBridge:
         subscription = await self.source.subscribe(
             stomp_name(demand.destination),
             selector=demand.selector,
-            ack=h.ACK_CLIENT_INDIVIDUAL,
+            # Cumulative: one ACK covers every forward finished in order (a group commit on
+            # the target receipts many at once).
+            ack=h.ACK_CLIENT,
             prefetch=config.prefetch_size,
             priority=demand.priority,
             id=demand.subscription_id,
@@ -213,6 +227,7 @@ class DemandForwardingBridge:
         assert self._group is not None
         opened = _OpenDemand(demand, subscription)
         opened.pump = self._group.create_task(self._pump(opened))
+        opened.acker = self._group.create_task(self._acknowledge(opened))
         self._open[demand.key] = opened
 
     async def _unsubscribe(self, opened: _OpenDemand, *, destroy: bool = False) -> None:
@@ -226,6 +241,10 @@ class DemandForwardingBridge:
             await asyncio.wait({opened.pump})
         if opened.in_flight:
             await asyncio.wait(opened.in_flight)
+        opened.closing = True
+        opened.settled.set()
+        if opened.acker is not None:
+            await asyncio.wait({opened.acker})
         await opened.subscription.unsubscribe(durable=destroy)
 
     # -- forwarding ---------------------------------------------------------------------------
@@ -234,19 +253,39 @@ class DemandForwardingBridge:
         group = self._group
         assert group is not None
         async for message in opened.subscription:
-            task = group.create_task(self._forward(opened, message))
+            forward = _Forward(message)
+            opened.order.append(forward)
+            task = group.create_task(self._forward(opened, forward))
             opened.in_flight.add(task)
             task.add_done_callback(opened.in_flight.discard)
         if opened.demand.key in self._open:
             raise BridgeFailedError(f"{self._label}: demand subscription {opened.demand.key} ended")
 
-    async def _forward(self, opened: _OpenDemand, message: Message) -> None:
+    async def _forward(self, opened: _OpenDemand, forward: _Forward) -> None:
+        message = forward.message
         headers = forwarded_headers(message.headers, self.source_broker_id, opened.demand)
         sync = self.config.always_sync_send or headers.get(h.PERSISTENT) == "true"
         await self.target.send(message.destination, message.body, headers=headers, receipt=sync)
-        await message.ack()
+        forward.done = True
+        opened.settled.set()
         opened.demand.forwarded += 1
         self.forwarded += 1
+
+    async def _acknowledge(self, opened: _OpenDemand) -> None:
+        """The only writer of this subscription's ACKs, so they go out in order: each covers
+        the forwards finished so far without a gap (a forward still waiting for its receipt
+        holds back the ACK of every later one)."""
+        order = opened.order
+        while True:
+            await opened.settled.wait()
+            opened.settled.clear()
+            last = None
+            while order and order[0].done:
+                last = order.popleft().message
+            if last is not None:
+                await last.ack()
+            if opened.closing:
+                return
 
     @property
     def _label(self) -> str:
