@@ -31,15 +31,17 @@ async def forward(net: BrokerNetwork, source: str, sub: Subscription, count: int
     """``count`` messages sent on ``source`` to the destination of ``sub``, a consumer on another
     broker; each one received and acknowledged there."""
     await net.wait_for_demand(source, "queue://" + sub.destination.removeprefix("/queue/"))
-    producer = await connect(net.url(source))
-    try:
-        for i in range(count):
-            await producer.send(sub.destination, f"m{i}", persistent=True)
-    finally:
-        await producer.disconnect()
+    await net.produce(source, sub.destination, count)
     for _ in range(count):
         message = await sub.get(timeout=WAIT_S)
         await message.ack()
+
+
+def forwarded(net: BrokerNetwork, broker: str) -> list[object]:
+    """What each direction of ``broker``'s one bridge has forwarded, by its statistics."""
+    (bridge,) = net.bridges(broker)
+    directions: Any = bridge["directions"]
+    return [direction["forwarded"] for direction in directions]
 
 
 async def test_a_bridge_with_its_brokers_demand_and_forwarded_count(tmp_path: Path) -> None:
@@ -95,12 +97,9 @@ async def test_a_bridge_with_its_brokers_demand_and_forwarded_count(tmp_path: Pa
         finally:
             await consumer.disconnect()
 
-        def counted() -> bool:
-            (bridge,) = net.bridges("A")
-            directions: Any = bridge["directions"]
-            return bool(directions[0]["forwarded"] == 3)
-
-        await wait_until(counted, WAIT_S, "3 messages counted as forwarded")
+        await wait_until(
+            lambda: forwarded(net, "A")[0] == 3, WAIT_S, "3 messages counted as forwarded"
+        )
         (bridge,) = (await api(net, "A", "/api/v1/network-bridges"))["network_bridges"]
         assert bridge["forwarded"] == 3
         assert bridge["directions"][0]["forwarded"] == 3
@@ -118,12 +117,9 @@ async def test_a_duplex_bridge_lists_both_directions(tmp_path: Path) -> None:
             sub = await consumer.subscribe("/queue/replies", ack="client-individual")
             await forward(net, "B", sub, 2)
 
-            def counted() -> bool:
-                (bridge,) = net.bridges("A")
-                directions: Any = bridge["directions"]
-                return [d["forwarded"] for d in directions] == [0, 2]
-
-            await wait_until(counted, WAIT_S, "2 messages forwarded B -> A")
+            await wait_until(
+                lambda: forwarded(net, "A") == [0, 2], WAIT_S, "2 messages forwarded B -> A"
+            )
             (bridge,) = (await api(net, "A", "/api/v1/network-bridges"))["network_bridges"]
         finally:
             await consumer.disconnect()

@@ -1,18 +1,23 @@
 """Lease lockers on the test's own schema, with intervals short enough to watch leases expire;
-starting a group of broker processes and finding who took over."""
+starting a group of broker processes, finding who took over, and talking to it."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
 
+import stomp
 from ferrymq.ha.lease import LeaseDatabaseLocker
 from ferrymq.testing import BrokerProcess
+from tests.interop.conftest import Collector
 from tests.postgres import PostgresDatabase
 
 LEASE_MS = 300
@@ -95,6 +100,20 @@ def slave_watch() -> Iterator[SlaveWatch]:
         logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def broker_group(
+    tmp_path: Path, config_xml: str, names: Sequence[str]
+) -> Iterator[list[BrokerProcess]]:
+    """One broker process per name on the same configuration, each in its own data directory
+    under ``tmp_path``, not started yet; all SIGKILLed on the way out, whatever happened."""
+    brokers = [BrokerProcess(tmp_path / name, name=name, config_xml=config_xml) for name in names]
+    try:
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.kill()
+
+
 def start_group(brokers: Sequence[BrokerProcess]) -> None:
     """The first broker becomes master; each of the others waits as its slave."""
     brokers[0].start()
@@ -112,3 +131,21 @@ def wait_for_master(brokers: Sequence[BrokerProcess], timeout_s: float = 20.0) -
     raise AssertionError(
         "no broker took over: " + "".join(line for b in brokers for line in b.output[-5:])
     )
+
+
+def listening(port: int) -> bool:
+    """Whether a broker accepts connections on ``port`` (only a master listens)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def stomp_client(port: int) -> tuple[stomp.Connection12, Collector]:
+    """A connected stomp.py client and the listener that records what it receives."""
+    conn = stomp.Connection12([("127.0.0.1", port)])
+    listener = Collector()
+    conn.set_listener("c", listener)
+    conn.connect(wait=True)
+    return conn, listener

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ferrymq.client import Connection, Subscription, connect
 from ferrymq.testing import BrokerProcess
+from tests.ha.conftest import broker_group, start_group, wait_for_master
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_pure_master_slave import MASTER, slave_config
 from tests.ha.test_shared_file_group import group_config as shared_file_group
@@ -68,18 +69,6 @@ def _master(brokers: list[BrokerProcess]) -> BrokerProcess:
     return masters[0]
 
 
-async def _wait_for_master(brokers: list[BrokerProcess]) -> BrokerProcess:
-    def find() -> BrokerProcess:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for broker in brokers:
-                if broker.wait_for_state("master", timeout_s=0.05):
-                    return broker
-        raise AssertionError("no broker took over")
-
-    return await asyncio.to_thread(find)
-
-
 async def _restart_as_slave(killed: BrokerProcess, master: BrokerProcess) -> BrokerProcess:
     return await asyncio.to_thread(killed.start, as_slave=True)
 
@@ -102,7 +91,8 @@ async def soak(brokers: list[BrokerProcess], rejoin: Rejoin = _restart_as_slave)
             master = _master(brokers)
             killed_at = time.monotonic()
             master.kill()
-            successor = await _wait_for_master([b for b in brokers if b is not master])
+            others = [b for b in brokers if b is not master]
+            successor = await asyncio.to_thread(wait_for_master, others, timeout_s=30.0)
             takeovers.append(time.monotonic() - killed_at)
             replacement = await rejoin(master, successor)
             brokers[brokers.index(master)] = replacement
@@ -129,35 +119,20 @@ async def soak(brokers: list[BrokerProcess], rejoin: Rejoin = _restart_as_slave)
     await consumer.disconnect()
 
 
-def _start_group(brokers: list[BrokerProcess]) -> list[BrokerProcess]:
-    brokers[0].start()
-    for broker in brokers[1:]:
-        broker.start(as_slave=True)
-    return brokers
-
-
 async def test_shared_file_group_loses_nothing(tmp_path: Path) -> None:
     config = shared_file_group(tmp_path / "shared")
-    brokers = [BrokerProcess(tmp_path / n, name=n, config_xml=config) for n in ("f1", "f2", "f3")]
-    try:
-        await asyncio.to_thread(_start_group, brokers)
+    with broker_group(tmp_path, config, ("f1", "f2", "f3")) as brokers:
+        await asyncio.to_thread(start_group, brokers)
         await soak(brokers)
-    finally:
-        for broker in brokers:
-            broker.kill()
 
 
 async def test_database_group_loses_nothing(
     tmp_path: Path, postgres_database: PostgresDatabase
 ) -> None:
     config = database_group(postgres_database)
-    brokers = [BrokerProcess(tmp_path / n, name=n, config_xml=config) for n in ("d1", "d2", "d3")]
-    try:
-        await asyncio.to_thread(_start_group, brokers)
+    with broker_group(tmp_path, config, ("d1", "d2", "d3")) as brokers:
+        await asyncio.to_thread(start_group, brokers)
         await soak(brokers)
-    finally:
-        for broker in brokers:
-            broker.kill()
 
 
 async def test_pure_master_slave_pair_loses_nothing(tmp_path: Path) -> None:

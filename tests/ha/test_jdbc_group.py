@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import stomp
 from ferrymq.testing import BrokerProcess
-from tests.interop.conftest import Collector
+from tests.ha.conftest import broker_group, listening, start_group, stomp_client, wait_for_master
 from tests.postgres import PostgresDatabase
 
 LEASE_MS = 1000
@@ -44,63 +42,29 @@ def group_config(database: PostgresDatabase) -> str:
 @pytest.fixture
 def group(tmp_path: Path, postgres_database: PostgresDatabase) -> Iterator[list[BrokerProcess]]:
     config = group_config(postgres_database)
-    brokers = [
-        BrokerProcess(tmp_path / name, name=name, config_xml=config)
-        for name in ("pg1", "pg2", "pg3")
-    ]
-    try:
-        brokers[0].start()
-        for broker in brokers[1:]:
-            broker.start(as_slave=True)
+    with broker_group(tmp_path, config, ("pg1", "pg2", "pg3")) as brokers:
+        start_group(brokers)
         yield brokers
-    finally:
-        for broker in brokers:
-            broker.kill()
-
-
-def _listening(broker: BrokerProcess) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
-    except OSError:
-        return False
-    return True
-
-
-def _wait_for_master(brokers: list[BrokerProcess], timeout_s: float = 20) -> BrokerProcess:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for broker in brokers:
-            if broker.wait_for_state("master", timeout_s=0.1):
-                return broker
-    raise AssertionError("no broker became master")
-
-
-def _client(port: int) -> tuple[stomp.Connection12, Collector]:
-    conn = stomp.Connection12([("127.0.0.1", port)])
-    listener = Collector()
-    conn.set_listener("c", listener)
-    conn.connect(wait=True)
-    return conn, listener
 
 
 def test_exactly_one_master_and_only_it_listens(group: list[BrokerProcess]) -> None:
     assert [b.state for b in group] == ["master", "slave", "slave"]
-    assert [_listening(b) for b in group] == [True, False, False]
+    assert [listening(b.port) for b in group] == [True, False, False]
 
 
 def test_a_slave_takes_over_with_every_message(group: list[BrokerProcess]) -> None:
     master = group[0]
-    producer, produced = _client(master.port)
+    producer, produced = stomp_client(master.port)
     for i in range(50):
         producer.send("/queue/pg", str(i), headers={"persistent": "true", "receipt": f"r{i}"})
     produced.wait_receipt("r49")
     killed_at = time.monotonic()
     master.kill()
-    successor = _wait_for_master(group[1:])
+    successor = wait_for_master(group[1:])
     print(
         f"database takeover (lease {LEASE_MS} ms): {(time.monotonic() - killed_at) * 1000:.0f} ms"
     )
-    consumer, consumed = _client(successor.port)
+    consumer, consumed = stomp_client(successor.port)
     consumer.subscribe("/queue/pg", id="s", ack="auto")
     messages = consumed.wait_messages(50, timeout=20)
     assert sorted(int(m.body) for m in messages) == list(range(50))
@@ -111,12 +75,12 @@ def test_a_paused_master_is_fenced_out_when_it_resumes(group: list[BrokerProcess
     """Split brain: SIGSTOP the master past its lease; a slave takes over; SIGCONT the old one:
     it must stop serving and must not write."""
     master = group[0]
-    producer, produced = _client(master.port)
+    producer, produced = stomp_client(master.port)
     producer.send("/queue/fence", "before", headers={"persistent": "true", "receipt": "r0"})
     produced.wait_receipt("r0")
     master.pause()
     try:
-        successor = _wait_for_master(group[1:], timeout_s=20)
+        successor = wait_for_master(group[1:], timeout_s=20)
     finally:
         master.resume()
     # The old master's connection is still open: what it is sent now must not be stored.
@@ -125,7 +89,7 @@ def test_a_paused_master_is_fenced_out_when_it_resumes(group: list[BrokerProcess
     )
     assert master.wait_for_state("slave", timeout_s=20), "".join(master.output[-20:])
     assert "r1" not in produced.receipts
-    consumer, consumed = _client(successor.port)
+    consumer, consumed = stomp_client(successor.port)
     consumer.subscribe("/queue/fence", id="s", ack="auto")
     (message,) = consumed.wait_messages(1, timeout=10)
     assert message.body == "before"

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import time
 from pathlib import Path
 
-import stomp
 from ferrymq.testing import BrokerProcess
-from tests.interop.conftest import Collector
+from tests.ha.conftest import listening, stomp_client
 
 MASTER = """<broker xmlns="http://activemq.apache.org/schema/core" brokerName="master"
   waitForSlave="true" shutdownOnSlaveFailure="false"/>"""
@@ -35,34 +33,18 @@ def _pair(tmp_path: Path, **slave_options: bool) -> tuple[BrokerProcess, BrokerP
     return master, slave
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
-
-
-def _client(port: int) -> tuple[stomp.Connection12, Collector]:
-    conn = stomp.Connection12([("127.0.0.1", port)])
-    listener = Collector()
-    conn.set_listener("c", listener)
-    conn.connect(wait=True)
-    return conn, listener
-
-
 def test_the_slave_copies_everything_and_takes_over(tmp_path: Path) -> None:
     master, slave = _pair(tmp_path)
     try:
         assert slave.state == "slave"
-        assert not _listening(slave.port)
-        producer, produced = _client(master.port)
+        assert not listening(slave.port)
+        producer, produced = stomp_client(master.port)
         for i in range(200):
             producer.send(
                 "/queue/orders", str(i), headers={"persistent": "true", "receipt": f"r{i}"}
             )
         produced.wait_receipt("r199", timeout=20)
-        consumer, consumed = _client(master.port)
+        consumer, consumed = stomp_client(master.port)
         consumer.subscribe(
             "/queue/orders",
             id="s",
@@ -77,7 +59,7 @@ def test_the_slave_copies_everything_and_takes_over(tmp_path: Path) -> None:
         master.kill()
         assert slave.wait_for_state("master", timeout_s=20), "".join(slave.output[-20:])
         print(f"pure master/slave takeover: {(time.monotonic() - killed_at) * 1000:.0f} ms")
-        after, received = _client(slave.port)
+        after, received = stomp_client(slave.port)
         after.subscribe("/queue/orders", id="s", ack="client-individual")
         rest = received.wait_messages(150, timeout=20)
         assert sorted(int(m.body) for m in rest) == list(range(50, 200))
@@ -94,7 +76,7 @@ def test_shutdown_on_master_failure_stops_the_slave(tmp_path: Path) -> None:
         master.kill()
         assert slave.process is not None
         slave.process.wait(timeout=20)
-        assert not _listening(slave.port)
+        assert not listening(slave.port)
         assert any("shutdownOnMasterFailure" in line for line in slave.output)
     finally:
         master.kill()
@@ -111,7 +93,7 @@ def test_a_silent_master_is_noticed_by_heart_beats(tmp_path: Path) -> None:
         assert slave.wait_for_state("master", timeout_s=20), "".join(slave.output[-20:])
         assert time.monotonic() - paused_at >= 5.0  # not before the grace period
         assert any("went silent" in line for line in slave.output)
-        assert _listening(slave.port)
+        assert listening(slave.port)
     finally:
         master.kill()
         slave.kill()
@@ -123,7 +105,7 @@ def test_manual_recovery_by_copying_the_slave_data_back(tmp_path: Path) -> None:
     try:
         master.kill()
         assert slave.wait_for_state("master", timeout_s=20)
-        producer, produced = _client(slave.port)
+        producer, produced = stomp_client(slave.port)
         producer.send(
             "/queue/late", "sent to the slave", headers={"persistent": "true", "receipt": "r"}
         )
@@ -136,7 +118,7 @@ def test_manual_recovery_by_copying_the_slave_data_back(tmp_path: Path) -> None:
         master.start(wait=False)
         slave.start(as_slave=True)
         assert master.wait_for_state("master")
-        consumer, consumed = _client(master.port)
+        consumer, consumed = stomp_client(master.port)
         consumer.subscribe("/queue/late", id="s", ack="auto")
         (message,) = consumed.wait_messages(1)
         assert message.body == "sent to the slave"

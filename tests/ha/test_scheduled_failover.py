@@ -21,7 +21,7 @@ from pathlib import Path
 from ferrymq.client import Connection, Subscription, connect
 from ferrymq.core.scheduler import DELAY, JOB_ID, PERIOD, REPEAT
 from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import start_group, wait_for_master
+from tests.ha.conftest import broker_group, start_group, wait_for_master
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_shared_file_group import group_config as shared_file_group
 from tests.postgres import PostgresDatabase
@@ -137,12 +137,8 @@ async def scheduled_across_failover(brokers: list[BrokerProcess]) -> None:
 
 async def test_shared_file_group_delivers_scheduled_messages_once(tmp_path: Path) -> None:
     config = _with_scheduler(shared_file_group(tmp_path / "shared"))
-    brokers = [BrokerProcess(tmp_path / n, name=n, config_xml=config) for n in ("f1", "f2", "f3")]
-    try:
+    with broker_group(tmp_path, config, ("f1", "f2", "f3")) as brokers:
         await scheduled_across_failover(brokers)
-    finally:
-        for broker in brokers:
-            broker.kill()
 
 
 async def test_database_group_delivers_scheduled_messages_once(
@@ -150,9 +146,5 @@ async def test_database_group_delivers_scheduled_messages_once(
 ) -> None:
     config = database_group(postgres_database)
     assert SCHEDULER_SUPPORT in config
-    brokers = [BrokerProcess(tmp_path / n, name=n, config_xml=config) for n in ("d1", "d2", "d3")]
-    try:
+    with broker_group(tmp_path, config, ("d1", "d2", "d3")) as brokers:
         await scheduled_across_failover(brokers)
-    finally:
-        for broker in brokers:
-            broker.kill()

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import stomp
 from ferrymq.testing import BrokerProcess
-from tests.interop.conftest import Collector
+from tests.ha.conftest import broker_group, listening, start_group, stomp_client, wait_for_master
 
 INTERVAL_MS = 200
 
@@ -35,65 +33,32 @@ def group_config(shared: Path) -> str:
 @pytest.fixture
 def group(tmp_path: Path) -> Iterator[list[BrokerProcess]]:
     config = group_config(tmp_path / "shared")
-    brokers = [
-        BrokerProcess(tmp_path / name, name=name, config_xml=config) for name in ("b1", "b2", "b3")
-    ]
-    try:
-        brokers[0].start()
-        for broker in brokers[1:]:
-            broker.start(as_slave=True)
+    with broker_group(tmp_path, config, ("b1", "b2", "b3")) as brokers:
+        start_group(brokers)
         yield brokers
-    finally:
-        for broker in brokers:
-            broker.kill()
-
-
-def _listening(broker: BrokerProcess) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _masters(brokers: list[BrokerProcess]) -> list[BrokerProcess]:
     return [b for b in brokers if b.state == "master"]
 
 
-def _wait_for_new_master(brokers: list[BrokerProcess], timeout_s: float = 15) -> BrokerProcess:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        masters = _masters(brokers)
-        if masters:
-            return masters[0]
-        for broker in brokers:
-            broker.wait_for_state("master", timeout_s=0.1)
-    raise AssertionError("no broker became master: " + "".join(brokers[0].output[-10:]))
-
-
 def test_exactly_one_master_and_only_it_listens(group: list[BrokerProcess]) -> None:
     assert [b.state for b in group] == ["master", "slave", "slave"]
-    assert [_listening(b) for b in group] == [True, False, False]
+    assert [listening(b.port) for b in group] == [True, False, False]
 
 
 def test_a_slave_takes_over_when_the_master_is_killed(group: list[BrokerProcess]) -> None:
     master = group[0]
-    producer = stomp.Connection12([("127.0.0.1", master.port)])
-    sent = Collector()
-    producer.set_listener("c", sent)
-    producer.connect(wait=True)
+    producer, sent = stomp_client(master.port)
     producer.send("/queue/kept", "before the crash", headers={"persistent": "true", "receipt": "r"})
     sent.wait_receipt("r")
     killed_at = time.monotonic()
     master.kill()
-    successor = _wait_for_new_master(group[1:])
+    successor = wait_for_master(group[1:], timeout_s=15)
     takeover_s = time.monotonic() - killed_at
     print(f"shared-file takeover: {takeover_s * 1000:.0f} ms")
-    assert _listening(successor)
-    consumer = stomp.Connection12([("127.0.0.1", successor.port)])
-    received = Collector()
-    consumer.set_listener("c", received)
-    consumer.connect(wait=True)
+    assert listening(successor.port)
+    consumer, received = stomp_client(successor.port)
     consumer.subscribe("/queue/kept", id="s", ack="auto")
     (message,) = received.wait_messages(1)
     assert message.body == "before the crash"
@@ -110,9 +75,9 @@ def test_a_deleted_lock_file_makes_the_master_step_down(
     master = group[0]
     os.unlink(tmp_path / "shared" / "lock")
     assert master.wait_for_state("slave", timeout_s=10), "".join(master.output[-10:])
-    assert not _listening(master)
-    successor = _wait_for_new_master(group)
-    assert successor is not master or _listening(successor)
+    assert not listening(master.port)
+    successor = wait_for_master(group, timeout_s=15)
+    assert successor is not master or listening(successor.port)
 
 
 def test_a_paused_master_keeps_its_lock_and_serves_on(group: list[BrokerProcess]) -> None:
@@ -124,10 +89,7 @@ def test_a_paused_master_keeps_its_lock_and_serves_on(group: list[BrokerProcess]
             assert not slave.wait_for_state("master", timeout_s=1.0)
     finally:
         master.resume()
-    producer = stomp.Connection12([("127.0.0.1", master.port)])
-    listener = Collector()
-    producer.set_listener("c", listener)
-    producer.connect(wait=True)
+    producer, listener = stomp_client(master.port)
     producer.send("/queue/after", "still master", headers={"receipt": "r"})
     listener.wait_receipt("r")
     producer.disconnect()

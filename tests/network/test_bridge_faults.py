@@ -16,11 +16,13 @@ Run with ``-s`` to see the timings.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -226,6 +228,41 @@ def assert_exactly_once(consumer: RawConsumer, producer: Producer, *, redeliveri
         assert consumer.redeliveries == []
 
 
+@dataclass
+class Flow:
+    """What ``flowing`` ran: its two clients, and when the flow began and was delivered."""
+
+    consumer: RawConsumer
+    producer: Producer
+    began_at: float = 0.0
+    delivered_at: float = 0.0
+    """When every body had been delivered (before the quiet period)."""
+
+
+@contextlib.asynccontextmanager
+async def flowing(producer_url: str, consumer_url: str, bodies: list[str]) -> AsyncIterator[Flow]:
+    """``bodies`` sent through ``producer_url`` and consumed on ``consumer_url``, with the body of
+    the ``async with`` (the fault) run once a third are acknowledged and the producer is still
+    sending; on the way out every body has been delivered and then nothing more for ``QUIET_S``."""
+    consumer = RawConsumer(consumer_url)
+    flow = Flow(consumer, Producer(await connect(producer_url), bodies, consumer))
+    flow.began_at = time.monotonic()
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            consuming = tasks.create_task(consumer.run())
+            producing = tasks.create_task(flow.producer.run())
+            await consumer.until(lambda: len(consumer.acknowledged) >= len(bodies) // 3)
+            assert len(flow.producer.completed) < len(bodies), "the producer is still sending"
+            yield flow
+            await producing
+            await consumer.until(lambda: set(consumer.deliveries) >= set(bodies))
+            flow.delivered_at = time.monotonic()
+            await consumer.quiet()
+            consuming.cancel()
+    finally:
+        await flow.producer.connection.disconnect()
+
+
 # -- 1. a bridge killed mid-flow ----------------------------------------------------------------
 
 
@@ -246,47 +283,30 @@ async def _flow_with_a_kill(tmp_path: Path, processes: list[BrokerProcess], vict
     await start(a)
     await wait_for_bridge_starts(a, "toB", 1)
 
-    consumer = RawConsumer(b.url)
-    producer = Producer(
-        await connect(f"failover:({a.url})?{CLIENT_RETRY}"),
-        [f"m{n:04d}" for n in range(COUNT)],
-        consumer,
-    )
-    began = time.monotonic()
-    try:
-        async with asyncio.TaskGroup() as tasks:
-            consuming = tasks.create_task(consumer.run())
-            producing = tasks.create_task(producer.run())
-            await consumer.until(lambda: len(consumer.acknowledged) >= COUNT // 3)
-            killed = a if victim == "A" else b
-            sent = len(producer.completed)
-            assert sent < COUNT, "the producer is still sending"
-            in_flight = sent - len(consumer.acknowledged)
-            consumer.broker_up.clear()
-            killed.kill()
-            killed_at = time.monotonic()
-            await start(killed)
-            restarted_s = time.monotonic() - killed_at
-            consumer.broker_up.set()
-            # The bridge is a new one: a restarted B gets a second bridge from A; a restarted A
-            # prints its first again.
-            await wait_for_bridge_starts(a, "toB", 2 if victim == "B" else 1)
-            bridged_s = time.monotonic() - killed_at
-            await producing
-            await consumer.until(lambda: set(consumer.deliveries) >= set(producer.bodies))
-            flow_s = time.monotonic() - began
-            await consumer.quiet()
-            consuming.cancel()
-    finally:
-        await producer.connection.disconnect()
+    bodies = [f"m{n:04d}" for n in range(COUNT)]
+    async with flowing(f"failover:({a.url})?{CLIENT_RETRY}", b.url, bodies) as flow:
+        consumer = flow.consumer
+        killed = a if victim == "A" else b
+        sent = len(flow.producer.completed)
+        in_flight = sent - len(consumer.acknowledged)
+        consumer.broker_up.clear()
+        killed.kill()
+        killed_at = time.monotonic()
+        await start(killed)
+        restarted_s = time.monotonic() - killed_at
+        consumer.broker_up.set()
+        # The bridge is a new one: a restarted B gets a second bridge from A; a restarted A
+        # prints its first again.
+        await wait_for_bridge_starts(a, "toB", 2 if victim == "B" else 1)
+        bridged_s = time.monotonic() - killed_at
 
-    assert_exactly_once(consumer, producer, redeliveries=victim == "B")
+    assert_exactly_once(consumer, flow.producer, redeliveries=victim == "B")
     await assert_drained(a.url, b.url)
     print(
-        f"\n[kill {victim}] {COUNT} messages in {flow_s:.1f} s; at the kill {sent} sent, "
-        f"{in_flight} of them not yet consumed; restarted in {restarted_s * 1000:.0f} ms, "
-        f"bridge back after {bridged_s * 1000:.0f} ms; {len(consumer.redeliveries)} "
-        f"redeliveries to the consumer"
+        f"\n[kill {victim}] {COUNT} messages in {flow.delivered_at - flow.began_at:.1f} s; at the "
+        f"kill {sent} sent, {in_flight} of them not yet consumed; restarted in "
+        f"{restarted_s * 1000:.0f} ms, bridge back after {bridged_s * 1000:.0f} ms; "
+        f"{len(consumer.redeliveries)} redeliveries to the consumer"
     )
 
 
@@ -351,33 +371,18 @@ async def test_a_connector_follows_the_groups_master(
     await wait_for_bridge_starts(x, "toGroup", 1)
     assert " M1 (" in bridge_starts(x, "toGroup")[0]
 
-    consumer = RawConsumer(x.url)
-    producer = Producer(
-        await connect(f"failover:({m1.url},{m2.url})?randomize=false&{CLIENT_RETRY}"),
-        [f"g{n:04d}" for n in range(count)],
-        consumer,
-    )
-    try:
-        async with asyncio.TaskGroup() as tasks:
-            consuming = tasks.create_task(consumer.run())
-            producing = tasks.create_task(producer.run())
-            await consumer.until(lambda: len(consumer.acknowledged) >= count // 3)
-            assert len(producer.completed) < count, "the producer is still sending"
-            m1.kill()
-            killed_at = time.monotonic()
-            assert await asyncio.to_thread(m2.wait_for_state, "master"), "".join(m2.output[-20:])
-            takeover_s = time.monotonic() - killed_at
-            await wait_for_bridge_starts(x, "toGroup", 2)
-            followed_s = time.monotonic() - killed_at
-            await producing
-            await consumer.until(lambda: set(consumer.deliveries) >= set(producer.bodies))
-            await consumer.quiet()
-            consuming.cancel()
-    finally:
-        await producer.connection.disconnect()
+    producer_url = f"failover:({m1.url},{m2.url})?randomize=false&{CLIENT_RETRY}"
+    bodies = [f"g{n:04d}" for n in range(count)]
+    async with flowing(producer_url, x.url, bodies) as flow:
+        m1.kill()
+        killed_at = time.monotonic()
+        assert await asyncio.to_thread(m2.wait_for_state, "master"), "".join(m2.output[-20:])
+        takeover_s = time.monotonic() - killed_at
+        await wait_for_bridge_starts(x, "toGroup", 2)
+        followed_s = time.monotonic() - killed_at
 
     assert " M2 (" in bridge_starts(x, "toGroup")[1]
-    assert_exactly_once(consumer, producer, redeliveries=False)
+    assert_exactly_once(flow.consumer, flow.producer, redeliveries=False)
     await assert_drained(m2.url, x.url)
     print(
         f"\n[{uri.split(':')[0]}] slave took over after {takeover_s * 1000:.0f} ms, bridge "
@@ -411,37 +416,22 @@ async def test_the_host_pair_survives_the_loss_of_a_host(
     await wait_for_bridge_starts(a1, "toB", 1)
     await wait_for_bridge_starts(b1, "toA", 1)
 
-    consumer = RawConsumer(b1.url)
-    producer = Producer(
-        await connect(f"failover:({a1.url},{a2.url})?randomize=false&{CLIENT_RETRY}"),
-        [f"h{n:04d}" for n in range(count)],
-        consumer,
-    )
-    try:
-        async with asyncio.TaskGroup() as tasks:
-            consuming = tasks.create_task(consumer.run())
-            producing = tasks.create_task(producer.run())
-            await consumer.until(lambda: len(consumer.acknowledged) >= count // 3)
-            assert len(producer.completed) < count, "the producer is still sending"
-            assert bridge_starts(a2, "toB") == [], "a slave runs no network connector"
-            a1.kill()
-            b2.kill()
-            killed_at = time.monotonic()
-            assert await asyncio.to_thread(a2.wait_for_state, "master"), "".join(a2.output[-20:])
-            takeover_s = time.monotonic() - killed_at
-            await wait_for_bridge_starts(a2, "toB", 1)
-            await wait_for_bridge_starts(b1, "toA", 2)
-            bridged_s = time.monotonic() - killed_at
-            await producing
-            await consumer.until(lambda: set(consumer.deliveries) >= set(producer.bodies))
-            await consumer.quiet()
-            consuming.cancel()
-    finally:
-        await producer.connection.disconnect()
+    producer_url = f"failover:({a1.url},{a2.url})?randomize=false&{CLIENT_RETRY}"
+    bodies = [f"h{n:04d}" for n in range(count)]
+    async with flowing(producer_url, b1.url, bodies) as flow:
+        assert bridge_starts(a2, "toB") == [], "a slave runs no network connector"
+        a1.kill()
+        b2.kill()
+        killed_at = time.monotonic()
+        assert await asyncio.to_thread(a2.wait_for_state, "master"), "".join(a2.output[-20:])
+        takeover_s = time.monotonic() - killed_at
+        await wait_for_bridge_starts(a2, "toB", 1)
+        await wait_for_bridge_starts(b1, "toA", 2)
+        bridged_s = time.monotonic() - killed_at
 
     assert " B1 (" in bridge_starts(a2, "toB")[0]
     assert " A2 (" in bridge_starts(b1, "toA")[1]
-    assert_exactly_once(consumer, producer, redeliveries=False)
+    assert_exactly_once(flow.consumer, flow.producer, redeliveries=False)
     await assert_drained(a2.url, b1.url)
     print(
         f"\n[host pair] A2 took over after {takeover_s * 1000:.0f} ms, both bridges back after "

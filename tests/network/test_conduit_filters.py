@@ -10,19 +10,16 @@ its default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from ferrymq.client import Connection, Message, connect
 from ferrymq.testing.network import BrokerNetwork, receive_all, wait_until
+from tests.network.conftest import counts
 
 NO_CONDUIT = 'conduitSubscriptions="false"'
-
-
-def counts(received: Mapping[str, Sequence[object]]) -> dict[str, int]:
-    return {name: len(messages) for name, messages in received.items()}
 
 
 @pytest.mark.parametrize(
@@ -232,14 +229,7 @@ async def test_destination_filters(tmp_path: Path, filters: str, crossing: set[s
     """seed 001 chapter 4, Examples 4.1-4.3: a consumer on B for each destination, 3 messages to
     each on A. Those the connector's filters pass reach B; the others create no demand on A, so a
     queue's messages stay on A and a topic's find no subscriber there."""
-    net = BrokerNetwork(tmp_path)
-    net.add("B")
-    net.add(
-        "A",
-        f"""<networkConnector name="linkToBrokerB" uri="static:({{B}})" networkTTL="3">
-    {filters}</networkConnector>""",
-    )
-    async with net:
+    async with _filtered(tmp_path, filters) as net:
         await net.wait_for_bridges()
         on_b = await connect(net.url("B"))
         on_a = await connect(net.url("A"))
@@ -254,9 +244,7 @@ async def test_destination_filters(tmp_path: Path, filters: str, crossing: set[s
             demand = net.demand("A", _qualified(destination))
             assert len(demand) == (1 if destination in crossing else 0), destination
 
-        for destination in DESTINATIONS:
-            for i in range(3):
-                await on_a.send(destination, f"{destination} {i}")
+        await _send_three_each(on_a, DESTINATIONS)
 
         received = await receive_all(consumers, expected=3 * len(crossing))
         assert counts(received) == {d: 3 if d in crossing else 0 for d in DESTINATIONS}
@@ -274,14 +262,7 @@ async def test_exclusion_applies_to_each_message_of_a_wildcard_consumer(tmp_path
     their demand crosses, but each message is checked against the filters by its own
     destination, so the excluded NYSE queue messages stay on A and the excluded NYSE topic
     messages do not cross (ActiveMQ re-checks every message before forwarding too)."""
-    net = BrokerNetwork(tmp_path)
-    net.add("B")
-    net.add(
-        "A",
-        f"""<networkConnector name="linkToBrokerB" uri="static:({{B}})" networkTTL="3">
-    {EXCLUDED}</networkConnector>""",
-    )
-    async with net:
+    async with _filtered(tmp_path, EXCLUDED) as net:
         await net.wait_for_bridges()
         on_b = await connect(net.url("B"))
         on_a = await connect(net.url("A"))
@@ -296,9 +277,7 @@ async def test_exclusion_applies_to_each_message_of_a_wildcard_consumer(tmp_path
             "/topic/PRICE.STOCK.NASDAQ.ORCL",
             "/topic/PRICE.STOCK.NYSE.IBM",
         ]
-        for destination in sent:
-            for i in range(3):
-                await on_a.send(destination, f"{destination} {i}")
+        await _send_three_each(on_a, sent)
         received = await receive_all(consumers, expected=6)
         assert sorted(m.destination for ms in received.values() for m in ms) == sorted(
             ["/queue/TRADE.STOCK.NASDAQ.ORCL"] * 3 + ["/topic/PRICE.STOCK.NASDAQ.ORCL"] * 3
@@ -312,6 +291,24 @@ async def test_exclusion_applies_to_each_message_of_a_wildcard_consumer(tmp_path
 def _qualified(destination: str) -> str:
     kind, _, name = destination.strip("/").partition("/")
     return f"{kind}://{name}"
+
+
+def _filtered(tmp_path: Path, filters: str) -> BrokerNetwork:
+    """B, and A with a connector to B that carries ``filters``."""
+    net = BrokerNetwork(tmp_path)
+    net.add("B")
+    net.add(
+        "A",
+        f"""<networkConnector name="linkToBrokerB" uri="static:({{B}})" networkTTL="3">
+    {filters}</networkConnector>""",
+    )
+    return net
+
+
+async def _send_three_each(connection: Connection, destinations: Iterable[str]) -> None:
+    for destination in destinations:
+        for i in range(3):
+            await connection.send(destination, f"{destination} {i}")
 
 
 SEPARATE_CONNECTORS = """

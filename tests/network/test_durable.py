@@ -41,21 +41,24 @@ async def _messages(url: str, count: int) -> list[str]:
     return bodies
 
 
+async def _subscribed_while_bridged(net: BrokerNetwork) -> None:
+    """Once the bridge is up, the trader's durable subscription is made on B (and left offline)
+    and A holds the demand for it."""
+    await net.wait_for_bridges()
+    assert await _messages(net.url("B"), 0) == []  # the durable subscription exists on B
+    await net.wait_for_demand("A", "topic://PRICES")
+
+
 async def test_what_is_published_while_the_subscriber_is_offline_reaches_it(
     tmp_path: Path,
 ) -> None:
     net = _network(tmp_path)
     async with net:
-        await net.wait_for_bridges()
-        assert await _messages(net.url("B"), 0) == []  # the durable subscription exists on B
-        await net.wait_for_demand("A", "topic://PRICES")
+        await _subscribed_while_bridged(net)
         assert net.durable_depth("A", BRIDGE_CLIENT, DEMAND) == 0
-        producer = await connect(net.url("A"))
-        for i in range(5):
-            await producer.send("/topic/PRICES", f"p{i}", persistent=True)
+        sent = await net.produce("A", "/topic/PRICES", 5, prefix="p")
         await wait_until(lambda: net.durable_depth("B", "trader", "d1") == 5, 10, "5 kept on B")
-        assert await _messages(net.url("B"), 5) == [f"p{i}" for i in range(5)]
-        await producer.close()
+        assert await _messages(net.url("B"), 5) == sent
 
 
 async def test_durable_demand_keeps_messages_while_the_bridge_is_down(tmp_path: Path) -> None:
@@ -64,36 +67,26 @@ async def test_durable_demand_keeps_messages_while_the_bridge_is_down(tmp_path: 
     subscriber is back."""
     net = _network(tmp_path)
     async with net:
-        await net.wait_for_bridges()
-        assert await _messages(net.url("B"), 0) == []
-        await net.wait_for_demand("A", "topic://PRICES")
+        await _subscribed_while_bridged(net)
         await net.stop("B")
-        producer = await connect(net.url("A"))
-        for i in range(5):
-            await producer.send("/topic/PRICES", f"q{i}", persistent=True)
+        sent = await net.produce("A", "/topic/PRICES", 5, prefix="q")
         assert net.durable_depth("A", BRIDGE_CLIENT, DEMAND) == 5
         await net.start("B")
         await wait_until(lambda: net.durable_depth("B", "trader", "d1") == 5, 15, "5 moved to B")
         assert net.durable_depth("A", BRIDGE_CLIENT, DEMAND) == 0
-        assert await _messages(net.url("B"), 5) == [f"q{i}" for i in range(5)]
-        await producer.close()
+        assert await _messages(net.url("B"), 5) == sent
 
 
 async def test_dynamic_only_waits_for_the_subscriber(tmp_path: Path) -> None:
     net = _network(tmp_path, 'dynamicOnly="true"')
     async with net:
-        await net.wait_for_bridges()
-        assert await _messages(net.url("B"), 0) == []
-        await net.wait_for_demand("A", "topic://PRICES")
+        await _subscribed_while_bridged(net)
         await net.stop("B")
-        producer = await connect(net.url("A"))
-        for i in range(3):
-            await producer.send("/topic/PRICES", f"r{i}", persistent=True)
+        sent = await net.produce("A", "/topic/PRICES", 3, prefix="r")
         await net.start("B")
         await net.wait_for_bridges()
         assert net.durable_depth("A", BRIDGE_CLIENT, DEMAND) == 3  # not taken up at start
-        assert await _messages(net.url("B"), 3) == [f"r{i}" for i in range(3)]
-        await producer.close()
+        assert await _messages(net.url("B"), 3) == sent
 
 
 async def test_deleting_the_subscription_deletes_the_demand(tmp_path: Path) -> None:

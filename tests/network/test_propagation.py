@@ -8,24 +8,18 @@ bridge finds its peer at once instead of after the static agent's back-off.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from ferrymq.client import Message, Subscription, connect
+from ferrymq.client import Connection, Message, Subscription, connect
 from ferrymq.core.destination import Destination
 from ferrymq.testing.network import BrokerNetwork, wait_until
+from tests.network.conftest import QUIET_S, WAIT_S, paths, quiet, settle
 
 QUEUE = "/queue/TEST.FOO"
 QUEUE_NAME = "TEST.FOO"
 DEMAND = "queue://TEST.FOO"
-BROKER_PATH = "JMSActiveMQBrokerPath"
-QUIET_S = 0.5
-"""How long nothing may change for a count to be final (a bounded quiet period)."""
-WAIT_S = 15.0
 
 STATIC_FOO = """<staticallyIncludedDestinations>
   <queue physicalName="TEST.FOO"/>
@@ -43,18 +37,6 @@ def connector(target: str, attrs: str = 'networkTTL="3"', body: str = "") -> str
 def duplex_static(target: str) -> str:
     """A duplex connector to ``target`` propagating TEST.FOO statically in both directions."""
     return connector(target, 'networkTTL="3" duplex="true"', STATIC_FOO)
-
-
-async def produce(net: BrokerNetwork, broker: str, count: int, prefix: str = "m") -> list[str]:
-    """``count`` persistent messages to TEST.FOO on ``broker``; returns their bodies."""
-    bodies = [f"{prefix}-{i:03d}" for i in range(count)]
-    conn = await connect(net.url(broker))
-    try:
-        for body in bodies:
-            await conn.send(QUEUE, body, persistent=True)
-    finally:
-        await conn.disconnect()
-    return bodies
 
 
 async def browse_ids(net: BrokerNetwork, broker: str) -> dict[str, str | None]:
@@ -98,14 +80,6 @@ async def nothing_more(sub: Subscription) -> None:
     pytest.fail(f"one message too many: {extra!r}")
 
 
-async def quiet(predicate: Callable[[], bool], what: str) -> None:
-    """``predicate`` holds now and keeps holding for a quiet period."""
-    deadline = time.monotonic() + QUIET_S
-    while time.monotonic() < deadline:
-        assert predicate(), f"no longer true during the quiet period: {what}"
-        await asyncio.sleep(0.02)
-
-
 def depths(net: BrokerNetwork, names: tuple[str, ...]) -> dict[str, int]:
     return {name: net.queue_depth(name, QUEUE_NAME) for name in names}
 
@@ -113,9 +87,7 @@ def depths(net: BrokerNetwork, names: tuple[str, ...]) -> dict[str, int]:
 async def wait_depths(net: BrokerNetwork, expected: dict[str, int]) -> None:
     """Until the brokers hold exactly ``expected`` messages on TEST.FOO, and keep holding them."""
     names = tuple(expected)
-    what = f"TEST.FOO depths {expected}"
-    await wait_until(lambda: depths(net, names) == expected, WAIT_S, what)
-    await quiet(lambda: depths(net, names) == expected, what)
+    await settle(lambda: depths(net, names) == expected, f"TEST.FOO depths {expected}")
 
 
 async def wait_routes(net: BrokerNetwork, expected: dict[str, int]) -> None:
@@ -126,18 +98,13 @@ async def wait_routes(net: BrokerNetwork, expected: dict[str, int]) -> None:
     def routes() -> bool:
         return {name: len(net.demand(name, DEMAND)) for name in names} == expected
 
-    await wait_until(routes, WAIT_S, f"demand subscriptions {expected}")
-    await quiet(routes, f"demand subscriptions {expected}")
+    await settle(routes, f"demand subscriptions {expected}")
 
 
 def network_consumers(net: BrokerNetwork, broker: str) -> int:
     """Demand subscriptions consuming TEST.FOO on ``broker``, as its queue sees them."""
     queue = net[broker].service.region.queues.get(Destination.queue(QUEUE_NAME))
     return sum(1 for consumer in queue.consumers if consumer.network) if queue else 0
-
-
-def paths(messages: list[Message]) -> set[str | None]:
-    return {m.headers.get(BROKER_PATH) for m in messages}
 
 
 def assert_once(received: list[Message], bodies: list[str]) -> None:
@@ -161,7 +128,7 @@ async def test_dynamic_propagation_waits_for_a_consumer(tmp_path: Path) -> None:
     net.add("A", connector("B"))
     async with net:
         await net.wait_for_bridges()
-        bodies = await produce(net, "A", 20)
+        bodies = await net.produce("A", QUEUE, 20)
         await wait_depths(net, {"A": 20, "B": 0, "C": 0, "D": 0, "E": 0})
         ids_on_a = await browse_ids(net, "A")
         assert sorted(ids_on_a) == sorted(bodies)
@@ -192,7 +159,7 @@ async def test_static_propagation(tmp_path: Path) -> None:
         await wait_routes(net, {"C": 2})
         for name in ("A", "B"):
             await net.wait_for_demand(name, DEMAND)
-        bodies = await produce(net, "A", 10)
+        bodies = await net.produce("A", QUEUE, 10)
 
         await wait_depths(net, {"A": 0, "B": 0, "C": 0, "D": 5, "E": 5})
         on_e = await drain(net, "E", 5)
@@ -223,7 +190,7 @@ async def test_duplex_static_propagation_from_b(tmp_path: Path) -> None:
         # comes through C); each of the others has its static route to C and one for each of
         # C's routes to the two other brokers.
         await wait_routes(net, dict.fromkeys("BCDE", 3))
-        bodies = await produce(net, "B", 10)
+        bodies = await net.produce("B", QUEUE, 10)
 
         await wait_depths(net, {"B": 0, "C": 0, "D": 5, "E": 5})
         received = await drain(net, "D", 5) + await drain(net, "E", 5)
@@ -237,7 +204,7 @@ async def test_duplex_static_propagation_from_c(tmp_path: Path) -> None:
     async with figure_3_3(tmp_path) as net:
         await net.wait_for_bridges()
         await wait_routes(net, dict.fromkeys("BCDE", 3))
-        bodies = await produce(net, "C", 9)
+        bodies = await net.produce("C", QUEUE, 9)
 
         await wait_depths(net, {"B": 3, "C": 0, "D": 3, "E": 3})
         received = [m for name in "BDE" for m in await drain(net, name, 3)]
@@ -259,7 +226,7 @@ async def test_self_avoiding_paths(tmp_path: Path) -> None:
         # A static route to each neighbour, and one for each neighbour's static route to the
         # third broker (a network consumer within networkTTL): two routes per neighbour.
         await wait_routes(net, dict.fromkeys("ABC", 4))
-        bodies = await produce(net, "A", 100)
+        bodies = await net.produce("A", QUEUE, 100)
 
         await wait_depths(net, {"A": 0, "B": 50, "C": 50})
         # A consumer on B creates demand on C, yet C's messages came through B: they stay.
@@ -289,26 +256,36 @@ def chain(path: Path, attrs: str) -> BrokerNetwork:
     return net
 
 
-async def unreachable(net: BrokerNetwork, sub: Subscription, *, stuck_on: str) -> None:
-    """10 messages sent to A never reach ``sub`` on C: they stay on ``stuck_on``."""
-    await produce(net, "A", 10)
-    expected = dict.fromkeys("ABC", 0) | {stuck_on: 10}
-    await wait_depths(net, expected)
-    await nothing_more(sub)
+async def consumer_on_c(
+    net: BrokerNetwork, *, demand_reaches: str
+) -> tuple[Connection, Subscription]:
+    """A consumer of TEST.FOO on C, once its demand subscription has reached ``demand_reaches``;
+    where that is B, A must stay without one for a quiet period."""
+    conn = await connect(net.url("C"))
+    sub = await conn.subscribe(QUEUE, ack="client-individual")
+    await net.wait_for_demand(demand_reaches, DEMAND)
+    if demand_reaches == "B":
+        await quiet(lambda: net.demand("A", DEMAND) == [], "no demand on A")
+    return conn, sub
+
+
+async def unreachable(tmp_path: Path, attrs: str, *, demand_reaches: str, stuck_on: str) -> None:
+    """On the chain with ``attrs`` the demand of a consumer on C reaches ``demand_reaches`` (and
+    no further), yet 10 messages sent to A never reach the consumer: they stay on ``stuck_on``."""
+    async with chain(tmp_path, attrs) as net:
+        await net.wait_for_bridges()
+        conn, sub = await consumer_on_c(net, demand_reaches=demand_reaches)
+        await net.produce("A", QUEUE, 10)
+        await wait_depths(net, dict.fromkeys("ABC", 0) | {stuck_on: 10})
+        await nothing_more(sub)
+        await conn.disconnect()
 
 
 async def test_network_ttl_1_reaches_only_the_neighbour(tmp_path: Path) -> None:
     """seed 001 §2 "networkTTL": 1 (the default) allows one hop, so on A -> B -> C a consumer on
     C is out of A's reach (reference §4.4, ThreeBrokerQueueNetworkTest expects 0): its
     subscription stops at B and the messages stay on A."""
-    async with chain(tmp_path, 'networkTTL="1"') as net:
-        await net.wait_for_bridges()
-        conn = await connect(net.url("C"))
-        sub = await conn.subscribe(QUEUE, ack="client-individual")
-        await net.wait_for_demand("B", DEMAND)
-        await quiet(lambda: net.demand("A", DEMAND) == [], "no demand on A")
-        await unreachable(net, sub, stuck_on="A")
-        await conn.disconnect()
+    await unreachable(tmp_path, 'networkTTL="1"', demand_reaches="B", stuck_on="A")
 
 
 async def test_network_ttl_2_crosses_two_hops(tmp_path: Path) -> None:
@@ -316,10 +293,8 @@ async def test_network_ttl_2_crosses_two_hops(tmp_path: Path) -> None:
     consumer on C, each message with the broker path A,B."""
     async with chain(tmp_path, 'networkTTL="2"') as net:
         await net.wait_for_bridges()
-        conn = await connect(net.url("C"))
-        sub = await conn.subscribe(QUEUE, ack="client-individual")
-        await net.wait_for_demand("A", DEMAND)
-        bodies = await produce(net, "A", 10)
+        conn, sub = await consumer_on_c(net, demand_reaches="A")
+        bodies = await net.produce("A", QUEUE, 10)
 
         received = await take(sub, 10)
         await nothing_more(sub)
@@ -332,27 +307,14 @@ async def test_network_ttl_2_crosses_two_hops(tmp_path: Path) -> None:
 async def test_message_ttl_limits_messages_not_subscriptions(tmp_path: Path) -> None:
     """reference §4.1 messageTTL: with consumerTTL 2 the subscription of a consumer on C reaches
     A, but with messageTTL 1 a message makes one hop only: A forwards it and it stays on B."""
-    async with chain(tmp_path, 'consumerTTL="2" messageTTL="1"') as net:
-        await net.wait_for_bridges()
-        conn = await connect(net.url("C"))
-        sub = await conn.subscribe(QUEUE, ack="client-individual")
-        await net.wait_for_demand("A", DEMAND)
-        await unreachable(net, sub, stuck_on="B")
-        await conn.disconnect()
+    await unreachable(tmp_path, 'consumerTTL="2" messageTTL="1"', demand_reaches="A", stuck_on="B")
 
 
 async def test_consumer_ttl_limits_subscriptions_not_messages(tmp_path: Path) -> None:
     """reference §4.1 consumerTTL: with messageTTL 2 a message could make two hops, but with
     consumerTTL 1 the subscription of a consumer on C stops at B, so A never learns of it and
     keeps its messages."""
-    async with chain(tmp_path, 'consumerTTL="1" messageTTL="2"') as net:
-        await net.wait_for_bridges()
-        conn = await connect(net.url("C"))
-        sub = await conn.subscribe(QUEUE, ack="client-individual")
-        await net.wait_for_demand("B", DEMAND)
-        await quiet(lambda: net.demand("A", DEMAND) == [], "no demand on A")
-        await unreachable(net, sub, stuck_on="A")
-        await conn.disconnect()
+    await unreachable(tmp_path, 'consumerTTL="1" messageTTL="2"', demand_reaches="B", stuck_on="A")
 
 
 # -- chapter 2: the duplex connector, and demand that goes away ---------------------------------
@@ -428,7 +390,7 @@ async def test_consumer_leaving_cancels_its_demand(tmp_path: Path) -> None:
         sub = await conn.subscribe(QUEUE, ack="client-individual")
         await net.wait_for_demand("A", DEMAND)
         assert network_consumers(net, "A") == 1
-        first = await produce(net, "A", 5, prefix="first")
+        first = await net.produce("A", QUEUE, 5, prefix="first")
         assert_once(await take(sub, 5), first)
         await conn.disconnect()
 
@@ -437,6 +399,6 @@ async def test_consumer_leaving_cancels_its_demand(tmp_path: Path) -> None:
             WAIT_S,
             "the demand subscription on A to go away",
         )
-        later = await produce(net, "A", 5, prefix="later")
+        later = await net.produce("A", QUEUE, 5, prefix="later")
         await wait_depths(net, {"A": 5, "B": 0})
         assert_once(await drain(net, "A", 5), later)

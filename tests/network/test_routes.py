@@ -7,22 +7,16 @@ to its own ``RouteRegistry``, which is what suppressDuplicateQueueSubscriptions 
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from ferrymq.client import Message, Subscription, connect
 from ferrymq.core.consumer import AckMode, Consumer, NetworkFilter
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.core.harness import Harness, q
+from tests.network.conftest import QUIET_S, WAIT_S, paths, settle
 
 QUEUE = "/queue/TEST.FOO"
 DEMAND = "queue://TEST.FOO"
-BROKER_PATH = "JMSActiveMQBrokerPath"
-WAIT_S = 15.0
-QUIET_S = 0.5
-"""How long nothing may change for a state to count as settled (a bounded quiet period)."""
 
 SHORTEST = 'networkTTL="3" decreaseNetworkConsumerPriority="true"'
 FIGURE_7_1 = {
@@ -64,26 +58,6 @@ def routes(net: BrokerNetwork, name: str) -> list[tuple[int, tuple[str, ...]]]:
     return sorted(found, key=lambda r: (-r[0], r[1]))
 
 
-async def settle(predicate: Callable[[], bool], what: str) -> None:
-    """Until ``predicate`` holds, and then for a quiet period."""
-    await wait_until(predicate, WAIT_S, what)
-    deadline = time.monotonic() + QUIET_S
-    while time.monotonic() < deadline:
-        assert predicate(), f"no longer true during the quiet period: {what}"
-        await asyncio.sleep(0.02)
-
-
-async def produce(net: BrokerNetwork, broker: str, count: int) -> list[str]:
-    bodies = [f"m-{i:03d}" for i in range(count)]
-    conn = await connect(net.url(broker))
-    try:
-        for body in bodies:
-            await conn.send(QUEUE, body, persistent=True)
-    finally:
-        await conn.disconnect()
-    return bodies
-
-
 async def receive(sub: Subscription, count: int) -> list[Message]:
     """``count`` messages, each acknowledged, then a quiet period with nothing more."""
     received = []
@@ -97,10 +71,6 @@ async def receive(sub: Subscription, count: int) -> list[Message]:
         extra = None
     assert extra is None, f"one message too many: {extra!r}"
     return received
-
-
-def paths(received: list[Message]) -> set[str | None]:
-    return {m.headers.get(BROKER_PATH) for m in received}
 
 
 # -- §7.2 choosing the shortest route ----------------------------------------------------------
@@ -119,7 +89,7 @@ async def test_shortest_route_in_a_mesh(tmp_path: Path) -> None:
         expected = [(-5, ("E",)), (-7, ("E", "D", "C")), (-7, ("E", "F", "A"))]
         await settle(lambda: routes(net, "B") == expected, f"B's routes {expected}")
 
-        bodies = await produce(net, "B", 200)
+        bodies = await net.produce("B", QUEUE, 200)
         received = await receive(sub, 200)
 
         assert sorted(m.text for m in received) == bodies
@@ -218,7 +188,7 @@ async def test_suppressed_duplicates_make_routing_deterministic(tmp_path: Path) 
 
         await settle(one_route_each, "one open and one suppressed route on A and on C")
 
-        bodies = await produce(net, "A", 100)
+        bodies = await net.produce("A", QUEUE, 100)
         received = await receive(sub, 100)
         assert sorted(m.text for m in received) == bodies
         assert paths(received) == {"A"}
@@ -233,7 +203,7 @@ async def test_suppressed_duplicates_make_routing_deterministic(tmp_path: Path) 
             )
 
         await settle(no_route, "no route left on A or C")
-        await produce(net, "A", 10)
+        await net.produce("A", QUEUE, 10)
         await settle(
             lambda: [net.queue_depth(name, "TEST.FOO") for name in "ABC"] == [10, 0, 0],
             "10 messages waiting on A",
@@ -264,7 +234,7 @@ async def test_a_suppressed_route_reopens_when_the_short_one_goes(tmp_path: Path
             "A's long route open",
         )
 
-        bodies = await produce(net, "A", 20)
+        bodies = await net.produce("A", QUEUE, 20)
         received = await receive(sub, 20)
         assert sorted(m.text for m in received) == bodies
         assert paths(received) == {"A,C"}

@@ -14,12 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ferrymq.client import Connection, Message, connect
+from ferrymq.client import Connection, Message, Subscription, connect
 from ferrymq.testing.network import BrokerNetwork, receive_all
-
-
-def counts(received: Mapping[str, Sequence[Message]]) -> dict[str, int]:
-    return {name: len(messages) for name, messages in received.items()}
+from tests.network.conftest import counts, paths
 
 
 def bodies(received: Mapping[str, Sequence[Message]]) -> list[bytes]:
@@ -51,6 +48,40 @@ async def produce(
     return sorted(sent)
 
 
+async def consumed_once(
+    net: BrokerNetwork,
+    opened: Mapping[str, Connection],
+    producers: Iterable[str],
+    count: int,
+    queue: Mapping[str, Subscription],
+    shares: dict[str, int],
+) -> dict[str, list[Message]]:
+    """``count`` messages to ORDERS from each producer: each is consumed exactly once, by the
+    queue consumers in these ``shares``, and none is left on any broker. Returns what each got."""
+    sent = await produce(opened, producers, "/queue/ORDERS", count)
+    received = await receive_all(queue, expected=sum(shares.values()))
+    assert counts(received) == shares
+    assert bodies(received) == sent
+    assert set(depths(net, "ORDERS").values()) == {0}
+    return received
+
+
+async def each_gets_every_copy(
+    opened: Mapping[str, Connection],
+    producers: Iterable[str],
+    count: int,
+    topic: Mapping[str, Subscription],
+    expected: dict[str, int],
+) -> None:
+    """``count`` messages to PRICES from each producer: every topic consumer gets ``expected``
+    of them, each message once."""
+    sent = await produce(opened, producers, "/topic/PRICES", count)
+    received = await receive_all(topic, expected=sum(expected.values()))
+    assert counts(received) == expected
+    for messages in received.values():
+        assert sorted(m.body for m in messages) == sent
+
+
 async def test_concentrator(tmp_path: Path) -> None:
     """seed 001 Figure 6.1 / Figure 9.3: producers on the first layer A, B, C, each of which
     connects to both brokers of the second layer X and Y, where the consumers are. 10 messages
@@ -70,17 +101,10 @@ async def test_concentrator(tmp_path: Path) -> None:
             await net.wait_for_demand(name, "queue://ORDERS", count=2)
             await net.wait_for_demand(name, "topic://PRICES", count=2)
 
-        sent = await produce(opened, ("A", "B", "C"), "/queue/ORDERS", 10)
-        received = await receive_all(queue, expected=30)
-        assert counts(received) == {"X": 15, "Y": 15}
-        assert bodies(received) == sent
-        assert set(depths(net, "ORDERS").values()) == {0}
-
-        sent = await produce(opened, ("A", "B", "C"), "/topic/PRICES", 10)
-        received = await receive_all(topic, expected=60)
-        assert counts(received) == {"X:topic": 30, "Y:topic": 30}
-        for messages in received.values():
-            assert sorted(m.body for m in messages) == sent
+        await consumed_once(net, opened, ("A", "B", "C"), 10, queue, {"X": 15, "Y": 15})
+        await each_gets_every_copy(
+            opened, ("A", "B", "C"), 10, topic, {"X:topic": 30, "Y:topic": 30}
+        )
         await close_all(opened)
 
 
@@ -108,19 +132,11 @@ async def test_hub_and_spoke(tmp_path: Path) -> None:
             await net.wait_for_demand(name, "queue://ORDERS", count=2)
             await net.wait_for_demand(name, "topic://PRICES")
 
-        sent = await produce(opened, ("S1", "S2"), "/queue/ORDERS", 10)
-        received = await receive_all(queue, expected=20)
-        assert counts(received) == {"S3": 10, "S4": 10}
-        assert bodies(received) == sent
-        paths = {m.headers["JMSActiveMQBrokerPath"] for ms in received.values() for m in ms}
-        assert paths == {"S1,H", "S2,H"}
-        assert set(depths(net, "ORDERS").values()) == {0}
-
-        sent = await produce(opened, ("S1", "S2"), "/topic/PRICES", 10)
-        received = await receive_all(topic, expected=40)
-        assert counts(received) == {"S3:topic": 20, "S4:topic": 20}
-        for messages in received.values():
-            assert sorted(m.body for m in messages) == sent
+        received = await consumed_once(net, opened, ("S1", "S2"), 10, queue, {"S3": 10, "S4": 10})
+        assert paths(m for ms in received.values() for m in ms) == {"S1,H", "S2,H"}
+        await each_gets_every_copy(
+            opened, ("S1", "S2"), 10, topic, {"S3:topic": 20, "S4:topic": 20}
+        )
         await close_all(opened)
 
 
@@ -148,32 +164,25 @@ async def test_tree(tmp_path: Path) -> None:
         await net.wait_for_demand("A1", "topic://PRICES")
         await net.wait_for_demand("A", "queue://ORDERS", count=2)
 
-        sent = await produce(opened, ("A1",), "/queue/ORDERS", 10)
-        received = await receive_all(queue, expected=10)
-        assert counts(received) == {"A2": 5, "B1": 5}
-        assert bodies(received) == sent
-        assert {m.headers["JMSActiveMQBrokerPath"] for m in received["A2"]} == {"A1,A"}
-        assert {m.headers["JMSActiveMQBrokerPath"] for m in received["B1"]} == {"A1,A,R,B"}
-        assert set(depths(net, "ORDERS").values()) == {0}
-
-        sent = await produce(opened, ("A1",), "/topic/PRICES", 10)
-        received = await receive_all(topic, expected=20)
-        assert counts(received) == {"A2:topic": 10, "B1:topic": 10}
-        for messages in received.values():
-            assert sorted(m.body for m in messages) == sent
+        received = await consumed_once(net, opened, ("A1",), 10, queue, {"A2": 5, "B1": 5})
+        assert paths(received["A2"]) == {"A1,A"}
+        assert paths(received["B1"]) == {"A1,A,R,B"}
+        await each_gets_every_copy(opened, ("A1",), 10, topic, {"A2:topic": 10, "B1:topic": 10})
         await close_all(opened)
 
 
 MESH = ("A", "B", "C", "D")
 
 
-def mesh(net: BrokerNetwork, ttl: str) -> None:
+def mesh(path: Path, ttl: str) -> BrokerNetwork:
     """A full mesh (K4): one duplex connector per pair, opened by the later broker."""
+    net = BrokerNetwork(path)
     for i, name in enumerate(MESH):
         peers = ",".join(f"{{{peer}}}" for peer in MESH[:i])
         net.add(
             name, f'<networkConnector uri="static:({peers})" duplex="true" {ttl}/>' if i else ""
         )
+    return net
 
 
 MESH_TTLS = [
@@ -189,9 +198,7 @@ async def test_mesh(tmp_path: Path, ttl: str) -> None:
     broker learns each consumer by its direct route only. A producer on A sends 12 queue messages
     to consumers on A, B, C and D: each message is consumed exactly once and nothing is left on
     any broker."""
-    net = BrokerNetwork(tmp_path)
-    mesh(net, ttl)
-    async with net:
+    async with mesh(tmp_path, ttl) as net:
         await net.wait_for_bridges()
         opened = await connections(net, MESH)
         queue = {n: await opened[n].subscribe("/queue/ORDERS") for n in MESH}
@@ -217,18 +224,12 @@ async def test_mesh_topic_without_duplicates(tmp_path: Path, ttl: str) -> None:
     consumer on every broker of the mesh exactly once. With messageTTL="3" the brokers do pass
     copies on (B forwards A's message to C and D), and the receiving broker's duplicate detection
     drops them: the forwarded copies keep the producer's message id."""
-    net = BrokerNetwork(tmp_path)
-    mesh(net, ttl)
-    async with net:
+    async with mesh(tmp_path, ttl) as net:
         await net.wait_for_bridges()
         opened = await connections(net, MESH)
         topic = {n: await opened[n].subscribe("/topic/PRICES") for n in MESH}
         for name in MESH:
             await net.wait_for_demand(name, "topic://PRICES", count=3)
 
-        sent = await produce(opened, ("A", "C"), "/topic/PRICES", 5)
-        received = await receive_all(topic, expected=40)
-        assert counts(received) == dict.fromkeys(MESH, 10)
-        for messages in received.values():
-            assert sorted(m.body for m in messages) == sent
+        await each_gets_every_copy(opened, ("A", "C"), 5, topic, dict.fromkeys(MESH, 10))
         await close_all(opened)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Self
 
 from ferrymq.broker import Broker
-from ferrymq.client import Message, Subscription
+from ferrymq.client import Message, Subscription, connect
 from ferrymq.config.model import AdminConfig
 from ferrymq.core.destination import Destination
 from ferrymq.testing.brokers import broker_config, free_port
@@ -151,6 +151,23 @@ class BrokerNetwork:
             timeout_s,
             f"{count} demand subscription(s) for {destination} on {name}",
         )
+
+    # -- sending ------------------------------------------------------------------------------
+
+    async def produce(
+        self, name: str, destination: str, count: int, *, prefix: str = "m"
+    ) -> list[str]:
+        """Send ``count`` persistent messages (``<prefix>-000``, ``<prefix>-001``, ...) to
+        ``destination`` on broker ``name`` from a connection of their own, each receipted by the
+        broker before the next; returns their bodies."""
+        bodies = [f"{prefix}-{i:03d}" for i in range(count)]
+        connection = await connect(self.url(name))
+        try:
+            for body in bodies:
+                await connection.send(destination, body, persistent=True)
+        finally:
+            await connection.disconnect()
+        return bodies
 
 
 async def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
