@@ -26,41 +26,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferrymq.bench.consumer import ConsumerPlan
-from ferrymq.bench.control import broker_cpu_s
 from ferrymq.bench.dialect import ACTIVEMQ
 from ferrymq.bench.options import BenchOptions, Endpoint
-from ferrymq.bench.producer import ProducerPlan
-from ferrymq.bench.results import ConsumerResult, ProducerResult, ScenarioResult
-from ferrymq.bench.runner import PRODUCER, _consumer_main, _producer_main, _Run
+from ferrymq.bench.results import ScenarioResult
+from ferrymq.bench.runner import run_scenario
 from ferrymq.bench.scenarios import BY_NAME, Scenario
-from ferrymq.bench.summary import summarise
 from ferrymq.testing import BrokerProcess
 
 SCENARIOS = ("queue", "queue-persistent")
 BRIDGE_TIMEOUT_S = 30.0
 MAX_SECONDS = 120.0
 """Cap on one scenario's sending time, as ``ferrymq bench --max-seconds``."""
-
-
-class _BrokersRun(_Run):
-    """bench's runner, reading the CPU time of every broker process of the case."""
-
-    def __init__(self, options: BenchOptions, pids: list[int]) -> None:
-        super().__init__(options)
-        self.pids = pids
-        self.cpu_samples: list[list[float]] = []
-
-    def _broker_cpu(self) -> float | None:
-        sample = [broker_cpu_s(pid) or 0.0 for pid in self.pids]
-        self.cpu_samples.append(sample)
-        return sum(sample)
-
-    def cpu_per_broker(self) -> list[float]:
-        if len(self.cpu_samples) < 2:
-            return []
-        first, last = self.cpu_samples[0], self.cpu_samples[-1]
-        return [b - a for a, b in zip(first, last, strict=True)]
 
 
 @dataclass
@@ -80,59 +56,19 @@ def run_case(
     destination: str,
 ) -> Outcome:
     """One bench scenario with the producer on one broker and the consumer on another (or the
-    same)."""
+    same): ``ferrymq bench``'s own runner, told where the consumer connects."""
     options = BenchOptions(
         endpoint=Endpoint("127.0.0.1", producer_at.port),
+        consumer_endpoint=Endpoint("127.0.0.1", consumer_at.port),
         scenarios=(scenario.name,),
         count=count,
         warmup=warmup,
         max_seconds=MAX_SECONDS,
+        broker_pids=tuple(pids),
     )
     options.check()
-    producer_plan = ProducerPlan(
-        endpoint=Endpoint("127.0.0.1", producer_at.port),
-        dialect=ACTIVEMQ.name,
-        destination=ACTIVEMQ.queue(destination),
-        warmup=warmup,
-        count=count,
-        deadline_s=MAX_SECONDS,
-        size=options.size,
-        persistent=scenario.persistent,
-        window=options.window if scenario.persistent else 0,
-        idle_timeout_s=options.idle_timeout_s,
-    )
-    consumer_plan = ConsumerPlan(
-        endpoint=Endpoint("127.0.0.1", consumer_at.port),
-        dialect=ACTIVEMQ.name,
-        destination=ACTIVEMQ.queue(destination),
-        index=0,
-        ack=scenario.ack,
-        prefetch=None,
-        warmup=warmup,
-        total=None,  # with a time cap the producer announces how many it sent
-        idle_timeout_s=options.idle_timeout_s,
-        linger_s=options.linger_s,
-    )
-    run = _BrokersRun(options, pids)
-    run.spawn("consumer-0", _consumer_main, consumer_plan)
-    run.spawn(PRODUCER, _producer_main, producer_plan)
-    try:
-        run.collect()
-    finally:
-        run.stop()
-    producer = run.results.get(PRODUCER)
-    consumer = run.results.get("consumer-0")
-    result = summarise(
-        scenario,
-        ack=scenario.ack,
-        producer=producer if isinstance(producer, ProducerResult) else None,
-        consumers=[consumer if isinstance(consumer, ConsumerResult) else None],
-        expected=count,
-        errors=run.errors,
-        broker_cpu_s=run.broker_cpu_s,
-        stomp_version=run.version,
-    )
-    return Outcome(result, run.cpu_per_broker())
+    result = run_scenario(scenario, options, ACTIVEMQ, destination)
+    return Outcome(result, result.broker_cpu_per_process)
 
 
 def network_pair(root: Path) -> tuple[BrokerProcess, BrokerProcess]:

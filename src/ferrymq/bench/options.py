@@ -80,8 +80,11 @@ class BenchOptions:
     linger_s: float = 0.2
     """How long a consumer keeps listening after the last expected message, to catch duplicates."""
     name_prefix: str = "ferrymq.bench"
-    broker_pid: int | None = None
-    """Read this process's CPU time around each scenario (Linux /proc)."""
+    broker_pids: tuple[int, ...] = ()
+    """Read these processes' CPU time around each scenario (Linux /proc)."""
+    consumer_endpoint: Endpoint | None = None
+    """Where the consumers connect; None: ``endpoint``. Another broker measures the path
+    through a network bridge."""
     label: str | None = None
     """How the report names the broker (default: its ``server`` header)."""
 

@@ -92,6 +92,9 @@ class ScenarioResult:
     producer_cpu_s: float = 0.0
     consumer_cpu_s: float = 0.0
     broker_cpu_s: float | None = None
+    broker_cpu_per_process: list[float] = field(default_factory=list)
+    """With several brokers measured (a producer's and a consumer's across a bridge), each
+    one's share of ``broker_cpu_s``, in the order of ``BenchOptions.broker_pids``."""
     ack_mode: str = "auto"
     stomp_version: str | None = None
     problems: list[str] = field(default_factory=list)

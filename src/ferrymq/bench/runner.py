@@ -131,7 +131,7 @@ def run_scenario(
     )
     consumer_plans = [
         ConsumerPlan(
-            endpoint=options.endpoint,
+            endpoint=options.consumer_endpoint or options.endpoint,
             dialect=dialect.name,
             destination=destination,
             index=index,
@@ -164,6 +164,7 @@ def run_scenario(
         expected=count,
         errors=run.errors,
         broker_cpu_s=run.broker_cpu_s,
+        broker_cpu_per_process=run.cpu_per_process(),
         stomp_version=run.version,
     )
 
@@ -181,7 +182,7 @@ class _Run:
         self.errors: dict[str, str] = {}
         self.broker_cpu_s: float | None = None
         self.version: str | None = None
-        self._cpu_start: float | None = None
+        self._cpu_samples: list[list[float]] = []
 
     def spawn(self, role: str, target: Callable[..., None], plan: object) -> None:
         process = self.ctx.Process(
@@ -238,16 +239,22 @@ class _Run:
         if not control.go.is_set() and all(READY in self.phases[r] for r in roles):
             control.go.set()
         if not control.measure.is_set() and all(WARM in self.phases[r] for r in roles):
-            self._cpu_start = self._broker_cpu()
+            self._sample_cpu()
             control.measure.set()
-        if all(DONE in self.phases[r] for r in roles) and self._cpu_start is not None:
-            end = self._broker_cpu()
-            if end is not None:
-                self.broker_cpu_s = end - self._cpu_start
+        if all(DONE in self.phases[r] for r in roles) and len(self._cpu_samples) == 1:
+            self._sample_cpu()
+            if self.options.broker_pids:
+                self.broker_cpu_s = sum(self.cpu_per_process())
 
-    def _broker_cpu(self) -> float | None:
-        pid = self.options.broker_pid
-        return None if pid is None else broker_cpu_s(pid)
+    def _sample_cpu(self) -> None:
+        self._cpu_samples.append([broker_cpu_s(pid) or 0.0 for pid in self.options.broker_pids])
+
+    def cpu_per_process(self) -> list[float]:
+        """Each broker's CPU seconds over the measured interval (empty until it ended)."""
+        if len(self._cpu_samples) < 2:
+            return []
+        first, last = self._cpu_samples
+        return [b - a for a, b in zip(first, last, strict=True)]
 
     def _reap_dead(self) -> None:
         for role, process in self.processes.items():

@@ -26,6 +26,7 @@ def summarise(
     expected: int | None,
     errors: Mapping[str, str],
     broker_cpu_s: float | None = None,
+    broker_cpu_per_process: Sequence[float] = (),
     stomp_version: str | None = None,
 ) -> ScenarioResult:
     """Add up one scenario; ``expected`` is the measured count asked for (None: duration)."""
@@ -39,6 +40,7 @@ def summarise(
         metric=_metric(scenario, len(consumers)),
         ack_mode=ack,
         broker_cpu_s=broker_cpu_s,
+        broker_cpu_per_process=list(broker_cpu_per_process),
         stomp_version=stomp_version,
         problems=problems,
     )

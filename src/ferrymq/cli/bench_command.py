@@ -91,7 +91,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         latency_warmup=args.latency_warmup,
         latency_rate=args.latency_rate,
         idle_timeout_s=args.timeout,
-        broker_pid=args.broker_pid,
+        broker_pids=(args.broker_pid,) if args.broker_pid is not None else (),
         label=args.label,
     )
 
