@@ -226,9 +226,6 @@ class DemandTable:
         return demand
 
     def _add_durable(self, consumer: RemoteConsumer) -> DemandChange:
-        known = consumer.durable_name is not None and any(
-            (consumer.client_id, consumer.durable_name) in d.durables for d in self.demands.values()
-        )
         new = f"durable:{consumer.destination.qualified}" not in self.demands
         demand = self._durable_demand(consumer.destination)
         demand.consumers.add(consumer.consumer_id)
@@ -236,7 +233,7 @@ class DemandTable:
         if consumer.durable_name is not None:
             demand.durables.add((consumer.client_id or "", consumer.durable_name))
         self._by_consumer[consumer.consumer_id] = demand.key
-        return DemandChange(opened=demand if new and not known else None)
+        return DemandChange(opened=demand if new else None)
 
     def remove_subscription(self, client_id: str, name: str) -> DemandChange:
         """A remote durable subscription was deleted: the last one takes the durable demand,

@@ -23,14 +23,8 @@ class NetworkService:
     ) -> None:
         self.routes = RouteRegistry()
         self.connectors: list[NetworkConnector] = []
-        names: set[str] = set()
+        # Names are unique: the configuration loader refuses a repeated one with file and line.
         for connector_config in config.network_connectors:
-            if connector_config.name in names:
-                raise NetworkConnectorError(
-                    f"networkConnector name {connector_config.name!r} is used twice: each "
-                    "connector of a broker needs its own name"
-                )
-            names.add(connector_config.name)
             try:
                 connector = NetworkConnector(connector_config, local, self.routes, own_urls)
             except NetworkConnectorError as exc:
