@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "admin": {"core", "config", "util"},
     "bench": {"stomp", "util", "client"},
     "network": {"client", "config", "stomp", "util", "core.destination"},
+    "discovery": {"client", "util"},
+    "spark": {"client", "stomp", "util"},
     "testing": {"broker", "config", "core", "service", "store", "util", "client"},
 }
 

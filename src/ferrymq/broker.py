@@ -32,12 +32,14 @@ from ferrymq.config.persistence import (
     SharedFileLockerConfig,
 )
 from ferrymq.core.region import DestinationStatistics
+from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector, ReplicationError
 from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.network import LocalBroker, NetworkService
-from ferrymq.service.broker import BrokerService, create_store, published_url
+from ferrymq.service.broker import BrokerService, BrokerStartError, create_store, published_url
 from ferrymq.store.base import MessageStore
+from ferrymq.util.uri import AnyURI
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,29 @@ def locker_for(config: BrokerConfig) -> Locker | None:
     raise TypeError(f"unknown persistence adapter {persistence!r}")
 
 
+class _Advertising:
+    """The listeners' ``discoveryUri`` agents, failing the start as the broker's own error."""
+
+    def __init__(self, service: BrokerService) -> None:
+        def advertised() -> list[tuple[str, AnyURI, str]]:
+            return [
+                (str(c.location or c.display_name), c.discovery_uri, published_url(lis, c.scheme))
+                for c, lis in service.served
+                if c.discovery_uri is not None
+            ]
+
+        self.advertiser = DiscoveryAdvertiser(advertised)
+
+    async def start(self) -> None:
+        try:
+            await self.advertiser.start()
+        except DiscoveryAdvertiserError as exc:
+            raise BrokerStartError(str(exc)) from None
+
+    async def stop(self) -> None:
+        await self.advertiser.stop()
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, *, store: MessageStore | None = None) -> None:
         self.config = config
@@ -120,6 +145,7 @@ class Broker:
             LocalBroker(service.broker_id, self.config.broker_name),
             lambda: [published_url(listener) for listener in service.listeners],
         )
+        service.attachments.append(_Advertising(service))
         service.attachments.append(self.network)
         return service
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from ferrymq.client import Connection, ConnectionClosed, Message, connect
+from ferrymq.client import Connection, ConnectionClosed, Message, StaticDiscoveryAgent, connect
 from ferrymq.testing import BrokerProcess
 from ferrymq.testing.brokers import free_port
 from ferrymq.testing.network import BrokerNetwork, wait_until
@@ -450,6 +450,7 @@ async def test_masterslave_options_are_the_agents_back_off(tmp_path: Path) -> No
     async with net:
         await net.wait_for_bridges()
         (connector,) = net["A"].network.connectors
+        assert isinstance(connector.agent, StaticDiscoveryAgent)
         assert connector.agent.options.initial_reconnect_delay_ms == 50
         assert connector.agent.options.max_reconnect_delay_ms == 200
         assert [b["remoteBrokerId"] for b in net.bridges("A")] == ["B"]

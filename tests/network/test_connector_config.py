@@ -24,12 +24,13 @@ def test_two_connectors_with_one_name_are_refused(tmp_path: Path) -> None:
     assert raised.value.attribute == "name"
 
 
-async def test_a_discovery_agent_not_built_yet_leaves_the_broker_serving(
+async def test_a_bad_discovery_agent_option_names_itself_and_leaves_the_broker_serving(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    connectors = '<networkConnector name="mc" uri="multicast://default"/>'
+    connectors = '<networkConnector name="mc" uri="multicast://default?bogusOption=1"/>'
     config = broker_config(tmp_path, name="A", xml=XML.format(connectors))
     async with running_broker(config) as broker:
         assert broker.network.connectors == []
         assert broker.stomp_ports
-    assert "multicast: is not supported yet" in caplog.text
+    assert "networkConnector mc" in caplog.text
+    assert "bogusOption" in caplog.text

@@ -1,10 +1,13 @@
 """``discovery:(agentURI)?options``: a failover transport whose broker list an agent supplies.
 
-A ``DiscoveryAgent`` announces brokers to its listener (``on_service_add``/``_remove``) and is
-told when one failed (``service_failed``), as ActiveMQ's ``DiscoveryAgent``/
-``DiscoveryListener`` (reference §3.1). This module has the protocol and the static agent
-(``static:(uri,...)`` and ``simple:(uri,...)``); the multicast, zeroconf and registry agents of
-the discovery issue implement the same protocol.
+A ``DiscoveryAgent`` announces brokers to its listener (``on_service_add``/``_remove``), is
+told when one failed (``service_failed``), and advertises a broker's own listeners
+(``register_service``), as ActiveMQ's ``DiscoveryAgent``/``DiscoveryListener`` (reference §3.1).
+This module has the protocol, the static agent (``static:(uri,...)`` and ``simple:(uri,...)``)
+and ``agent_for``, which finds the agent for any other scheme by its entry point in the group
+``ferrymq.discovery_agents`` (ActiveMQ looks agents up by scheme the same way, in
+``META-INF/services``): the multicast, zeroconf and registry agents live in ``ferrymq.discovery``,
+a layer above this one, and a third party can add its own.
 
 The ``discovery:`` options are the failover options (Table 2.3's at Table 2.3's defaults);
 every option it does not recognise, and every ``discovered.X``, is set on each discovered URI
@@ -15,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Protocol
 
 from ferrymq.client.commands import Command, ConnectionInfo
@@ -37,7 +41,8 @@ from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
 log = logging.getLogger(__name__)
 
 STATIC_AGENT_SCHEMES = frozenset({"static", "simple"})
-PLANNED_AGENT_SCHEMES = frozenset({"multicast", "zeroconf", "rendezvous", "masterslave", "http"})
+AGENT_ENTRY_POINTS = "ferrymq.discovery_agents"
+"""The entry-point group naming an ``AgentFactory`` per agent scheme (``multicast = ...``)."""
 
 
 class DiscoveryListener(Protocol):
@@ -51,8 +56,14 @@ class DiscoveryListener(Protocol):
 class DiscoveryAgent(Protocol):
     """Finds brokers and tells a listener (ActiveMQ's ``DiscoveryAgent``)."""
 
-    async def start(self, listener: DiscoveryListener) -> None:
-        """Begin announcing; services known at once are announced before this returns."""
+    def register_service(self, uri: str) -> None:
+        """Advertise ``uri`` (a broker's listener) once started; called before ``start``."""
+        ...
+
+    async def start(self, listener: DiscoveryListener | None) -> None:
+        """Begin advertising and announcing; services known at once are announced before this
+        returns. A broker that only advertises passes no listener. Raises ``OSError`` (with a
+        message naming the agent) when the agent cannot work on this host."""
         ...
 
     async def stop(self) -> None: ...
@@ -80,8 +91,14 @@ class StaticDiscoveryAgent:
         self._services = {uri: _Service(uri) for uri in uris}
         self._listener: DiscoveryListener | None = None
 
-    async def start(self, listener: DiscoveryListener) -> None:
+    def register_service(self, uri: str) -> None:
+        # Nothing to advertise to: a static list lives in its users' URLs (as in ActiveMQ).
+        log.info("static discovery: %s is not advertised (a static agent only lists)", uri)
+
+    async def start(self, listener: DiscoveryListener | None) -> None:
         self._listener = listener
+        if listener is None:
+            return
         now = asyncio.get_running_loop().time()
         for service in self._services.values():
             service.announced_at = now
@@ -140,7 +157,7 @@ class DiscoveryTransport:
         self, agent: DiscoveryAgent, options: DiscoveryOptions, info: ConnectionInfo, *, url: str
     ) -> None:
         self.agent = agent
-        self.discovered_options = options.discovered
+        self.discovered_options = {**options.discovered, **options.failover.nested}
         self.failover = FailoverTransport([], options.failover, info, url=url)
 
     # DiscoveryListener
@@ -199,30 +216,59 @@ def _service_uri(text: str) -> URI | None:
     return parsed
 
 
+AgentFactory = Callable[[AnyURI, str], DiscoveryAgent]
+"""What an entry point of ``AGENT_ENTRY_POINTS`` names: ``(agent URI, whole URL) -> agent``;
+it checks the agent URI's options and raises ``BrokerURLError`` naming a bad one."""
+
+
+def agent_schemes() -> dict[str, Callable[[], AgentFactory]]:
+    """Agent scheme -> loader of its factory, for every installed agent."""
+    found: dict[str, Callable[[], AgentFactory]] = {}
+    for entry in entry_points(group=AGENT_ENTRY_POINTS):
+        found[entry.name.lower()] = entry.load
+    return found
+
+
+def agent_for(agent_uri: AnyURI, *, url: str) -> DiscoveryAgent:
+    """The discovery agent ``agent_uri`` names (``static:(...)``, ``multicast://default``...)."""
+    scheme = agent_uri.scheme.lower()
+    if scheme in STATIC_AGENT_SCHEMES:
+        if not isinstance(agent_uri, CompositeURI):
+            raise BrokerURLError(
+                f"{scheme}: lists brokers: {scheme}:(tcp://HOST:PORT,...)", url=url, part=scheme
+            )
+        members = check_members(agent_uri, {}, url=url, what=f"{scheme}:")
+        agent_options = static_agent_options(agent_uri.options, url=url)
+        return StaticDiscoveryAgent([str(member) for member in members], agent_options)
+    known = agent_schemes()
+    loader = known.get(scheme)
+    if loader is None:
+        supported = ", ".join(f"{name}:" for name in sorted({*STATIC_AGENT_SCHEMES, *known}))
+        raise BrokerURLError(
+            f"unknown discovery agent {agent_uri.scheme!r} (supported: {supported})",
+            url=url,
+            part=agent_uri.scheme,
+        )
+    return loader()(agent_uri, url)
+
+
 def discovery_transport(uri: AnyURI, info: ConnectionInfo) -> DiscoveryTransport:
     """Build the transport for a ``discovery:`` URL, checking all of it first."""
     url = uri.raw or str(uri)
     if not isinstance(uri, CompositeURI) or len(uri.components) != 1:
         raise BrokerURLError(
-            "discovery: names one agent: discovery:(static:(tcp://HOST:PORT,...))?options",
+            "discovery: names one agent: discovery:(multicast://default)?options",
             url=url,
             part=uri.scheme,
         )
     options = discovery_options(uri.options, url=url)
     agent_uri = uri.components[0]
-    scheme = agent_uri.scheme.lower()
-    if scheme in STATIC_AGENT_SCHEMES and isinstance(agent_uri, CompositeURI):
-        injected = {**options.discovered, **options.failover.nested}
-        members = check_members(agent_uri, injected, url=url, what=f"{scheme}:")
-        agent_options = static_agent_options(agent_uri.options, url=url)
-        agent = StaticDiscoveryAgent([str(member) for member in members], agent_options)
-        return DiscoveryTransport(agent, options, info, url=url)
-    if scheme in PLANNED_AGENT_SCHEMES:
-        raise BrokerURLError(
-            f"the {scheme}: discovery agent is not supported yet", url=url, part=scheme
+    if agent_uri.scheme.lower() in STATIC_AGENT_SCHEMES and isinstance(agent_uri, CompositeURI):
+        # Check the listed members with what will be injected into them, now.
+        check_members(
+            agent_uri,
+            {**options.discovered, **options.failover.nested},
+            url=url,
+            what=f"{agent_uri.scheme}:",
         )
-    raise BrokerURLError(
-        f"unknown discovery agent {agent_uri.scheme!r} (supported: static:, simple:)",
-        url=url,
-        part=agent_uri.scheme,
-    )
+    return DiscoveryTransport(agent_for(agent_uri, url=url), options, info, url=url)

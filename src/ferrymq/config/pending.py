@@ -20,17 +20,10 @@ from ferrymq.config.persistence import (
     LeaseDatabaseLockerConfig,
 )
 
-__all__ = ["NETWORK_SCHEMES", "PENDING", "pending_features"]
-
-NETWORK_SCHEMES = frozenset({"static", "simple", "masterslave", "failover", "tcp", "stomp"})
-"""Network connector URIs the broker can follow today."""
+__all__ = ["PENDING", "pending_features"]
 
 PENDING: Mapping[str, str] = MappingProxyType(
     {
-        "network-discovery": (
-            "discovery agents other than static:, masterslave: and failover: are not "
-            "supported yet: the connector is not started"
-        ),
         "network-no-effect": "has no effect in FerryMQ (docs/networks.md says why)",
         "network-durable": (
             "syncDurableSubs is not supported: a durable demand whose remote subscription was "
@@ -94,8 +87,6 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     broker = f'<broker brokerName="{config.broker_name}">'
     for network in config.network_connectors:
         element = f'<networkConnector name="{network.name}">'
-        if network.parsed_uri.scheme.lower() not in NETWORK_SCHEMES:
-            yield "network-discovery", network.location, element
         if network.sync_durable_subs:
             yield "network-durable", network.location, element
         for attribute, value in (

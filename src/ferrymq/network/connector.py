@@ -1,11 +1,12 @@
 """A ``<networkConnector>``: a discovery agent, and a bridge to every broker it announces.
 
 ActiveMQ's ``DiscoveryNetworkConnector`` (reference §4.2, §4.6): the connector's URI is a
-discovery agent (``static:(tcp://a,tcp://b)``, or one service such as
-``masterslave:(tcp://m,tcp://s)`` or ``failover:(...)?maxReconnectAttempts=0`` that follows a
-master/slave group's master). For each announced URI it opens a ``NetworkBridge``; when a bridge
-fails it tells the agent, which announces the URI again after its back-off, and a brand-new
-bridge (fresh subscriptions, full demand replay) takes over. A URI that is one of this broker's
+discovery agent (``static:(tcp://a,tcp://b)``, ``multicast://default`` and the other agents of
+``ferrymq.discovery``, or one service such as ``masterslave:(tcp://m,tcp://s)`` or
+``failover:(...)?maxReconnectAttempts=0`` that follows a master/slave group's master). For
+each announced URI it opens a ``NetworkBridge``; when a bridge fails it tells the agent, which
+announces the URI again after its back-off, and a brand-new bridge (fresh subscriptions, full
+demand replay) takes over. A URI that is one of this broker's
 own listeners is never bridged, and a remote broker with this broker's id ends the bridge for
 good (a loop back to itself).
 """
@@ -17,10 +18,10 @@ import logging
 from collections.abc import Callable
 from dataclasses import replace
 
-from ferrymq.client import ClientError, StaticDiscoveryAgent
+from ferrymq.client import ClientError, DiscoveryAgent, StaticDiscoveryAgent
+from ferrymq.client.discovery import agent_for
 from ferrymq.client.failover.options import static_agent_options
 from ferrymq.config.network import NetworkConnectorConfig
-from ferrymq.config.pending import NETWORK_SCHEMES
 from ferrymq.network.bridge import BridgeFailedError
 from ferrymq.network.link import LocalBroker, NetworkBridge, NetworkLoopError
 from ferrymq.network.routes import RouteRegistry
@@ -33,14 +34,18 @@ class NetworkConnectorError(ValueError):
     """A connector that cannot start as configured; the message names it and why."""
 
 
-def discovery_agent(config: NetworkConnectorConfig) -> StaticDiscoveryAgent:
+SERVICE_SCHEMES = frozenset({"failover", "tcp", "stomp"})
+"""A connector URI that names one service rather than an agent (ActiveMQ accepts these too)."""
+
+
+def discovery_agent(config: NetworkConnectorConfig) -> DiscoveryAgent:
     uri = config.parsed_uri
     scheme = uri.scheme.lower()
-    if scheme not in NETWORK_SCHEMES:
-        raise NetworkConnectorError(
-            f"networkConnector {config.name}: discovery agent {scheme}: is not supported yet "
-            "(static:, masterslave:, failover:)"
-        )
+    if scheme not in ("static", "simple", "masterslave", *SERVICE_SCHEMES):
+        try:
+            return agent_for(uri, url=uri.raw or str(uri))
+        except ClientError as exc:
+            raise NetworkConnectorError(f"networkConnector {config.name}: {exc}") from None
     if scheme in ("static", "simple", "masterslave"):
         assert isinstance(uri, CompositeURI)
         raw = uri.raw or str(uri)

@@ -70,13 +70,13 @@ def _copy_outcome(source: asyncio.Future[None], target: asyncio.Future[None]) ->
         target.set_result(None)
 
 
-def published_url(listener: TcpListener) -> str:
+def published_url(listener: TcpListener, scheme: str = "tcp") -> str:
     """The URL clients should use for a listener: its address, or the host name when it is
     bound to every interface (ActiveMQ's default publishedAddressPolicy)."""
     host = listener.host
     if host in ("0.0.0.0", "::", ""):
         host = socket.gethostname()
-    return f"tcp://{host}:{listener.port}"
+    return f"{scheme}://{host}:{listener.port}"
 
 
 def _physical_memory() -> int:
@@ -165,6 +165,8 @@ class BrokerService:
         self.send_fail_if_no_space = usage.send_fail_if_no_space
         self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
         self.listeners: list[TcpListener] = []
+        self.served: list[tuple[TransportConnectorConfig, TcpListener]] = []
+        """Each configured listener with its configuration (discoveryUri, cluster updates)."""
         self.connections: dict[str, StompConnection] = {}
         self.last_commit: asyncio.Future[None] | None = None
         self._next_commit: asyncio.Future[None] | None = None
@@ -275,6 +277,7 @@ class BrokerService:
         )
         await listener.start()
         self.listeners.append(listener)
+        self.served.append((connector, listener))
         log.info("listening for STOMP on %s:%d (%s)", listener.host, listener.port, connector.uri)
 
     async def open_vm_socket(self) -> socket.socket:
@@ -309,6 +312,7 @@ class BrokerService:
         for listener in reversed(self.listeners):
             await listener.stop()
         self.listeners.clear()
+        self.served.clear()
         for connection in list(self.connections.values()):
             connection.close("broker stopping")
         self.process()
