@@ -19,12 +19,19 @@ run: $(STAMP)
 ## Install everything and run the whole suite: lint, types, tests.
 test: system-deps $(STAMP) lint typecheck unit
 
-## The tests start a throwaway PostgreSQL server: install Debian's when it is missing.
+## The tests start a throwaway PostgreSQL server, an ActiveMQ broker (multicast discovery
+## interoperability) and Spark (Java 17): install Debian's packages for what is missing.
 system-deps:
-	@if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		echo "installing PostgreSQL (Debian package postgresql) for the tests"; \
+	@missing=""; \
+	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		missing="$$missing postgresql"; \
+	fi; \
+	if [ ! -e /usr/share/activemq/bin/activemq.jar ]; then missing="$$missing activemq"; fi; \
+	if ! command -v java >/dev/null 2>&1; then missing="$$missing openjdk-17-jre-headless"; fi; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages for the tests:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
 lint: $(STAMP)

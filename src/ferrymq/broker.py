@@ -142,7 +142,7 @@ class Broker:
         )
         self.network = NetworkService(
             self.config,
-            LocalBroker(service.broker_id, self.config.broker_name),
+            LocalBroker(service.broker_id, self.config.broker_name, service.cluster_url),
             lambda: [published_url(listener) for listener in service.listeners],
         )
         service.attachments.append(_Advertising(service))

@@ -29,12 +29,6 @@ PENDING: Mapping[str, str] = MappingProxyType(
             "syncDurableSubs is not supported: a durable demand whose remote subscription was "
             "deleted while the bridge was down is kept until deleted by hand"
         ),
-        "listener-discovery": "advertising a listener through discoveryUri is not supported yet",
-        "cluster-clients": (
-            "updateClusterClients gives FerryMQ failover clients this broker's address only: "
-            "peers join the list with network connectors, and rebalanceClusterClients, "
-            "updateClusterClientsOnRemove and updateClusterFilter are not supported yet"
-        ),
         "listener-ssl": "TLS listeners are not supported yet",
         "listener-vm": "in-process vm:// listeners are not supported yet",
         "jms-bridge": "JMS-to-JMS bridges are not supported yet",
@@ -105,10 +99,6 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
             yield "listener-ssl", listener.location, element
         if scheme == "vm":
             yield "listener-vm", listener.location, element
-        if listener.discovery_uri is not None:
-            yield "listener-discovery", listener.location, element
-        if listener.update_cluster_clients or listener.rebalance_cluster_clients:
-            yield "cluster-clients", listener.location, element
     for bridge in config.jms_bridge_connectors:
         tag = "jmsQueueConnector" if bridge.kind == "queue" else "jmsTopicConnector"
         yield "jms-bridge", bridge.location, f"<{tag}>"

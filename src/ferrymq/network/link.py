@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ferrymq.client import ClientError, Connection, connect
@@ -35,10 +36,16 @@ HEART_BEAT_MS = 10_000
 ends the bridge within 1.5 of these (ActiveMQ's inactivity monitor does the same at 30 s)."""
 
 
+def _no_url() -> str | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class LocalBroker:
     broker_id: str
     broker_name: str
+    cluster_url: Callable[[], str | None] = _no_url
+    """The URL failover clients use for this broker, told to peers (dynamic failover)."""
 
 
 class NetworkLoopError(Exception):
@@ -68,16 +75,23 @@ class NetworkBridge:
         """Serve the bridge until a connection is lost (``BridgeFailedError``) or cancelled."""
         config = self.config
         local = self.local
+        identity = {
+            h.FERRYMQ_NETWORK_BRIDGE: config.name,
+            h.FERRYMQ_BROKER_ID: local.broker_id,
+            h.FERRYMQ_BROKER_NAME: config.broker_name or local.broker_name,
+        }
+        own_url = local.cluster_url()
+        if own_url is not None:
+            identity[h.FERRYMQ_BROKER_URL] = own_url
+        if config.duplex:
+            # ActiveMQ's responder side of a duplex bridge counts the initiator as a peer.
+            identity[h.FERRYMQ_CLUSTER_PEER] = "true"
         remote = await connect(
             self.uri,
             login=config.user_name,
             passcode=config.password,
             heart_beat=(HEART_BEAT_MS, HEART_BEAT_MS),
-            headers={
-                h.FERRYMQ_NETWORK_BRIDGE: config.name,
-                h.FERRYMQ_BROKER_ID: local.broker_id,
-                h.FERRYMQ_BROKER_NAME: config.broker_name or local.broker_name,
-            },
+            headers=identity,
         )
         try:
             remote_id = remote.connected_headers.get(h.FERRYMQ_BROKER_ID)
@@ -103,6 +117,9 @@ class NetworkBridge:
                     h.FERRYMQ_NETWORK_BRIDGE: config.name,
                     h.FERRYMQ_BROKER_ID: remote_id,
                     h.FERRYMQ_BROKER_NAME: self.remote_broker_name or remote_id,
+                    # The broker that opens a bridge counts the remote broker as a peer.
+                    h.FERRYMQ_BROKER_URL: remote.connected_headers.get(h.FERRYMQ_BROKER_URL, ""),
+                    h.FERRYMQ_CLUSTER_PEER: "true",
                 },
             )
             try:

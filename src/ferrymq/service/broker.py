@@ -28,6 +28,7 @@ from ferrymq.core.errors import BrokerError
 from ferrymq.core.region import RegionBroker, decode_all
 from ferrymq.core.scheduler import SCHEDULED_CONTAINER
 from ferrymq.core.usage import UsageLimits
+from ferrymq.service.cluster import ClusterMembership
 from ferrymq.service.policies import PolicyResolver
 from ferrymq.service.protocol import StompConnection
 from ferrymq.service.replication import ReplicaLink, both_done
@@ -167,6 +168,7 @@ class BrokerService:
         self.listeners: list[TcpListener] = []
         self.served: list[tuple[TransportConnectorConfig, TcpListener]] = []
         """Each configured listener with its configuration (discoveryUri, cluster updates)."""
+        self.cluster = ClusterMembership()
         self.connections: dict[str, StompConnection] = {}
         self.last_commit: asyncio.Future[None] | None = None
         self._next_commit: asyncio.Future[None] | None = None
@@ -257,11 +259,6 @@ class BrokerService:
         limits = _to_limits(connector.stomp)
         grace = max(connector.stomp.hb_grace_period_multiplier, 1.5)
 
-        def cluster() -> list[str]:
-            # The brokers a failover client may use (seed 000 §2.1.2): this listener now;
-            # the peers of a network of brokers join the list with network connectors.
-            return [published_url(listener)]
-
         listener = TcpListener(
             connector.host or "0.0.0.0",
             connector.port,
@@ -270,7 +267,6 @@ class BrokerService:
                 connector.display_name,
                 limits=limits,
                 grace=grace,
-                cluster=cluster if connector.update_cluster_clients else None,
             ),
             maximum_connections=connector.maximum_connections,
             name=connector.display_name,
@@ -278,6 +274,7 @@ class BrokerService:
         await listener.start()
         self.listeners.append(listener)
         self.served.append((connector, listener))
+        self.cluster.add_listener(connector, published_url(listener, connector.scheme))
         log.info("listening for STOMP on %s:%d (%s)", listener.host, listener.port, connector.uri)
 
     async def open_vm_socket(self) -> socket.socket:
@@ -313,6 +310,7 @@ class BrokerService:
             await listener.stop()
         self.listeners.clear()
         self.served.clear()
+        self.cluster.clear_listeners()
         for connection in list(self.connections.values()):
             connection.close("broker stopping")
         self.process()
@@ -324,6 +322,18 @@ class BrokerService:
         if self.last_commit is not None and not self.last_commit.done():
             await asyncio.wait([self.last_commit])
         await self.store.stop()
+
+    def cluster_url(self) -> str | None:
+        """The URL failover clients use for this broker, given to peers over bridges: the
+        first listener that updates cluster clients, else the first (ActiveMQ's
+        ``getDefaultSocketURIString``)."""
+        for connector, listener in self.served:
+            if connector.update_cluster_clients or connector.rebalance_cluster_clients:
+                return published_url(listener, connector.scheme)
+        if self.served:
+            connector, listener = self.served[0]
+            return published_url(listener, connector.scheme)
+        return None
 
     @property
     def ports(self) -> list[int]:

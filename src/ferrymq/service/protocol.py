@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, cast
 
 from ferrymq.core.consumer import (
@@ -76,7 +76,6 @@ class StompConnection:
         *,
         limits: Limits,
         grace: float,
-        cluster: Callable[[], list[str]] | None = None,
     ) -> None:
         self.service = service
         self.region = service.region
@@ -84,8 +83,7 @@ class StompConnection:
         self.connection_id = service.new_connection_id()
         self.session = ServerSession(limits=limits)
         self._grace = grace
-        self._cluster = cluster
-        """The connector's updateClusterClients: the broker list for clients that ask."""
+        self._cluster_updates = 0
         self.names = dialect.TemporaryNames(self.connection_id)
         self.transport: TransportConnection | None = None
         self.connected = False
@@ -306,8 +304,18 @@ class StompConnection:
             self.remote_broker_name = event.headers.get(h.FERRYMQ_BROKER_NAME)
             extra[h.FERRYMQ_BROKER_ID] = self.region.broker_id
             extra[h.FERRYMQ_BROKER_NAME] = self.region.broker_name
-        if self._cluster is not None and event.headers.get(h.FERRYMQ_CLUSTER_UPDATES) == "true":
-            extra[h.FERRYMQ_CLUSTER_BROKERS] = ",".join(self._cluster())
+            own_url = self.service.cluster_url()
+            if own_url is not None:
+                extra[h.FERRYMQ_BROKER_URL] = own_url
+            peer_url = event.headers.get(h.FERRYMQ_BROKER_URL)
+            if event.headers.get(h.FERRYMQ_CLUSTER_PEER) == "true" and peer_url:
+                broker_id = self.remote_broker_id or self.connection_id
+                name = self.remote_broker_name or broker_id
+                self.service.cluster.peer_joined(self.connection_id, broker_id, name, peer_url)
+        cluster = self.service.cluster
+        wants_updates = event.headers.get(h.FERRYMQ_CLUSTER_UPDATES) == "true"
+        if wants_updates and cluster.serves(self.connector):
+            extra[h.FERRYMQ_CLUSTER_BROKERS] = ",".join(cluster.attach(self.connector, self))
         self._write(
             self.session.connected(
                 session=self.connection_id,
@@ -515,6 +523,21 @@ class StompConnection:
         if self.transport is not None:
             self.service.unflushed.add(self.transport)
 
+    def send_cluster_update(self, headers: Mapping[str, str]) -> None:
+        """A new broker list for a failover client (``service.cluster``)."""
+        if not self.connected or self._ended:
+            return
+        self._cluster_updates += 1
+        frame = [
+            (h.DESTINATION, "/topic/" + h.CLUSTER_UPDATES_SUBSCRIPTION),
+            (h.MESSAGE_ID, f"{self.connection_id}:cluster:{self._cluster_updates}"),
+            (h.SUBSCRIPTION, h.CLUSTER_UPDATES_SUBSCRIPTION),
+            *headers.items(),
+        ]
+        self._enqueue(assemble_message((self._block(frame),), b""), None)
+        if self.transport is not None:
+            self.service.unflushed.add(self.transport)  # flushed by the ``process`` under way
+
     # -- deliveries and the outbox ------------------------------------------------------------
 
     def deliver(self, delivery: Delivery, wait: asyncio.Future[None] | None) -> None:
@@ -719,6 +742,8 @@ class StompConnection:
         self._stalled.clear()
         if self._stall_timer is not None:
             self._stall_timer.cancel()
+        self.service.cluster.detach(self)
+        self.service.cluster.peer_left(self.connection_id)
         self.service.unregister(self)
         self.region.remove_connection(self.connection_id)
         self._drop_queued_messages()

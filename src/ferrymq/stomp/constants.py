@@ -136,6 +136,12 @@ REPLICATION_SUBSCRIPTION: Final = "ferrymq.replication"
 FERRYMQ_NETWORK_BRIDGE: Final = "ferrymq.network-bridge"
 FERRYMQ_BROKER_ID: Final = "ferrymq.broker-id"
 FERRYMQ_BROKER_NAME: Final = "ferrymq.broker-name"
+# Dynamic failover (service.cluster): a bridge connection says which URL failover clients use
+# for the broker on its other side (FERRYMQ_BROKER_URL; the broker answers with its own on
+# CONNECTED), and FERRYMQ_CLUSTER_PEER:true asks the receiving broker to count that broker as a
+# peer of its cluster (the bridge's own side, and the remote side of a duplex bridge).
+FERRYMQ_BROKER_URL: Final = "ferrymq.broker-url"
+FERRYMQ_CLUSTER_PEER: Final = "ferrymq.cluster-peer"
 FERRYMQ_NETWORK_SUBSCRIPTION: Final = "ferrymq.network-subscription"
 FERRYMQ_CONSUMER_PATH: Final = "ferrymq.consumer-broker-path"
 FERRYMQ_FORWARD_TO: Final = "ferrymq.forward-to"

@@ -44,18 +44,24 @@ def broker_config(
     """A configuration for a test broker: a STOMP listener on 127.0.0.1, no admin listener.
 
     ``xml`` is an activemq.xml document (``${activemq.data}`` resolves to ``data_dir``); its own
-    transport connectors are replaced by the test listener.
+    transport connectors are replaced by the test listener, which keeps the first one's
+    attributes (``discoveryUri``, ``updateClusterClients``...).
     """
     listen = [f"stomp://127.0.0.1:{port}"]
     if xml is None:
         return config_from_flags(name, data_dir, listen, "off", persistent)
     base = parse_config(xml, "test-config.xml", {"activemq.data": str(data_dir)})
     flags = config_from_flags(name, data_dir, listen, "off", persistent)
+    listeners = flags.transport_connectors
+    if base.transport_connectors:
+        (test_listener,) = listeners
+        first = base.transport_connectors[0]
+        listeners = (replace(first, uri=test_listener.uri, parsed_uri=test_listener.parsed_uri),)
     return replace(
         base,
         broker_name=name,
         data_directory=data_dir,
-        transport_connectors=flags.transport_connectors,
+        transport_connectors=listeners,
         admin=flags.admin,
     )
 
@@ -135,8 +141,11 @@ class BrokerProcess:
         port: int | None = None,
         extra_args: Sequence[str] = (),
         config_xml: str | None = None,
+        listen: bool = True,
     ) -> None:
+        """``listen=False``: ``config_xml`` has the transport connector, on ``port``."""
         self.data_dir = data_dir
+        self.listen = listen
         self.name = name
         self.port = port if port is not None else free_port()
         self.extra_args = list(extra_args)
@@ -165,8 +174,7 @@ class BrokerProcess:
             self.name,
             "--data",
             str(self.data_dir),
-            "--listen",
-            f"stomp://127.0.0.1:{self.port}",
+            *(("--listen", f"stomp://127.0.0.1:{self.port}") if self.listen else ()),
             "--admin",
             "off",
             *self.extra_args,

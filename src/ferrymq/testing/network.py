@@ -30,6 +30,8 @@ from ferrymq.testing.brokers import broker_config, free_port
 
 _XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core"
   brokerName="{name}" {attributes}><networkConnectors>{connectors}</networkConnectors>
+  <transportConnectors><transportConnector name="stomp" uri="stomp://127.0.0.1:0" {listener}/>
+  </transportConnectors>
 </broker></beans>"""
 
 
@@ -37,16 +39,25 @@ class BrokerNetwork:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.brokers: dict[str, Broker] = {}
-        self._specs: dict[str, tuple[str, str]] = {}
+        self._specs: dict[str, tuple[str, str, str]] = {}
         self.ports: dict[str, int] = {}
         self._admin: set[str] = set()
 
-    def add(self, name: str, connectors: str = "", *, attributes: str | None = None) -> None:
+    def add(
+        self,
+        name: str,
+        connectors: str = "",
+        *,
+        attributes: str | None = None,
+        listener: str = "",
+    ) -> None:
         """A broker called ``name`` with these ``<networkConnector>`` elements; ``attributes``
-        of the ``<broker>`` element default to ``brokerId="<name>"``."""
+        of the ``<broker>`` element default to ``brokerId="<name>"``; ``listener`` holds more
+        attributes of its ``<transportConnector>`` (``updateClusterClients="true"``)."""
         self._specs[name] = (
             connectors,
             attributes if attributes is not None else f'brokerId="{name}"',
+            listener,
         )
         self.ports[name] = free_port()
 
@@ -71,9 +82,12 @@ class BrokerNetwork:
         for name in names or tuple(self._specs):
             if name in self.brokers:
                 continue
-            connectors, attributes = self._specs[name]
+            connectors, attributes, listener = self._specs[name]
             xml = _XML.format(
-                name=name, attributes=attributes, connectors=connectors.format(**urls)
+                name=name,
+                attributes=attributes,
+                connectors=connectors.format(**urls),
+                listener=listener.format(**urls),
             )
             config = broker_config(self.data_dir / name, name=name, xml=xml, port=self.ports[name])
             if name in self._admin:

@@ -1,7 +1,8 @@
 """Issue 3, "How it is checked" 7: updateURIsURL is re-read at failover; nested.* options reach
 every nested transport (and a discovery URL's options every discovered one). Also the dynamic
 failover extension (seed 000 §2.1.2 over STOMP): the CONNECTED header from a real broker, and
-the cluster-update MESSAGE frames, which no broker sends yet, scripted into the transport."""
+the cluster-update MESSAGE frames scripted into the transport (tests/network/
+test_dynamic_failover.py has brokers send them)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,9 @@ async def test_7_the_broker_list_comes_with_connected(tmp_path: Path) -> None:
     try:
         url = broker.stomp_urls[0]
         async with connect(f"failover:({url})") as connection:
-            assert connection.statistics().transport.updated_urls == (url,)
+            # Published with the connector's own scheme, as ActiveMQ does.
+            published = url.replace("tcp://", "stomp://", 1)
+            assert connection.statistics().transport.updated_urls == (published,)
         async with connect(f"failover:({url})?updateURIsSupported=false") as connection:
             assert connection.statistics().transport.updated_urls == ()
     finally:
@@ -171,7 +174,7 @@ async def test_7_cluster_update_frames_move_the_client(tmp_path: Path, request_k
         connection = await connect(f"failover:({a_url})")
         watcher = Watcher(connection)
         subscription = await connection.subscribe("/queue/moving", ack="client-individual")
-        transport = connection._transport  # the frames no broker sends yet, scripted
+        transport = connection._transport  # the frames scripted
         assert isinstance(transport, FailoverTransport)
         link = transport.current
         assert link is not None
