@@ -349,7 +349,7 @@ def test_network_ttl_sets_both_ttls_unless_given() -> None:
 def test_pending_features_name_file_line_and_element() -> None:
     text = broker(
         '<networkConnectors>\n<networkConnector name="linkToCluster" '
-        'uri="multicast://default"/>\n</networkConnectors>\n'
+        'uri="multicast://default" useCompression="true"/>\n</networkConnectors>\n'
         '<transportConnectors>\n<transportConnector uri="ssl://0.0.0.0:61617"/>\n'
         "</transportConnectors>",
         'schedulerSupport="true" schedulerDirectory="/var/scheduler"',
@@ -358,9 +358,8 @@ def test_pending_features_name_file_line_and_element() -> None:
     assert lines == [
         'activemq.xml:1: <broker brokerName="localhost">: schedulerDirectory is ignored: '
         "scheduled messages live in the message store, so a master/slave group shares them",
-        'activemq.xml:3: <networkConnector name="linkToCluster">: discovery agents other than '
-        "static:, masterslave: and failover: are not supported yet: the connector is not "
-        "started",
+        'activemq.xml:3: <networkConnector name="linkToCluster"> useCompression: has no effect '
+        "in FerryMQ (docs/networks.md says why)",
         'activemq.xml:6: <transportConnector uri="ssl://0.0.0.0:61617">: TLS listeners are not '
         "supported yet",
     ]
