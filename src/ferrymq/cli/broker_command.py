@@ -44,6 +44,12 @@ def add_parser(commands: Any) -> None:
         help='keep messages in memory only (like <broker persistent="false">)',
     )
     parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="DIR",
+        help="write the message trace (JSON lines, read by `ferrymq audit`) into DIR",
+    )
+    parser.add_argument(
         "-D",
         dest="properties",
         action="append",
@@ -72,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             broker_id=args.broker_id,
             config_path=args.config,
             properties=properties,
+            trace=args.trace,
         )
     except ConfigError as exc:
         print(f"ferrymq broker: {exc}", file=sys.stderr)

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ferrymq import __version__
-from ferrymq.cli import broker_command, stat_command
+from ferrymq.cli import audit_command, broker_command, stat_command
 
-COMMANDS: list[ModuleType] = [broker_command, stat_command]
+COMMANDS: list[ModuleType] = [broker_command, stat_command, audit_command]
 
 
 def _optional_commands() -> list[ModuleType]:

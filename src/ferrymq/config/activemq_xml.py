@@ -163,6 +163,9 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
             ignored.append(IgnoredElement(location, "<persistenceAdapter>", reason))
     if "shutdownHooks" in parts:
         ignored.extend(_shutdown_hooks(context, parts["shutdownHooks"]))
+    redelivery, message_trace = (
+        read_plugins(context, parts["plugins"]) if "plugins" in parts else (None, None)
+    )
     config = BrokerConfig(
         broker_name=broker_name,
         broker_id=reader.optional("brokerId"),
@@ -195,7 +198,8 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
             if "destinationPolicy" in parts
             else PolicyMap()
         ),
-        redelivery_policies=read_plugins(context, parts["plugins"]) if "plugins" in parts else None,
+        redelivery_policies=redelivery,
+        message_trace=message_trace,
         services=_services(context, reader, parts.get("services")),
         jms_bridge_connectors=tuple(
             read_jms_bridge_connectors(context, parts["jmsBridgeConnectors"])

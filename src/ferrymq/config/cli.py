@@ -14,7 +14,12 @@ from pathlib import Path
 
 from ferrymq.config.activemq_xml import load_config
 from ferrymq.config.errors import ConfigError
-from ferrymq.config.model import AdminConfig, BrokerConfig, TransportConnectorConfig
+from ferrymq.config.model import (
+    AdminConfig,
+    BrokerConfig,
+    MessageTraceConfig,
+    TransportConnectorConfig,
+)
 from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.config.xml_document import Element, LoadContext
 from ferrymq.config.xml_transport import transport_connector
@@ -37,12 +42,14 @@ def config_from_flags(
     broker_id: str | None = None,
     config_path: Path | None = None,
     properties: Mapping[str, str] | None = None,
+    trace: Path | str | None = None,
 ) -> BrokerConfig:
     """Build the configuration for `ferrymq broker`.
 
     `admin` is `host:port`, `:port`, or `off`; None keeps the file's (or the default
     127.0.0.1:8161). `persistent` None keeps the file's (or true). `properties` are the
-    `-D name=value` placeholder values for the file.
+    `-D name=value` placeholder values for the file. `trace` switches the message trace on
+    into that directory (keeping the file's `<messageTracePlugin>` sizes, if any).
     """
     values = dict(properties or {})
     if data_dir is not None:
@@ -65,6 +72,14 @@ def config_from_flags(
         config = replace(config, data_directory=Path(data_dir))
     if admin is not None:
         config = replace(config, admin=parse_admin(admin))
+    if trace is not None:
+        traced = config.message_trace
+        config = replace(
+            config,
+            message_trace=MessageTraceConfig(Path(trace))
+            if traced is None
+            else replace(traced, directory=Path(trace)),
+        )
     if persistent is False:
         config = replace(config, persistent=False, persistence=None)
     elif persistent and config.persistence is None:

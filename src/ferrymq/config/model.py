@@ -25,6 +25,7 @@ __all__ = [
     "IgnoredElement",
     "ManagementContextConfig",
     "MasterConnectorConfig",
+    "MessageTraceConfig",
     "ServicesConfig",
     "StompLimitsConfig",
     "SystemUsageConfig",
@@ -187,6 +188,26 @@ class ManagementContextConfig:
 
 
 @dataclass(frozen=True)
+class MessageTraceConfig:
+    """FerryMQ: the message trace that `ferrymq audit` reads, one JSON line per message event
+    (`<plugins><messageTracePlugin>` or `ferrymq broker --trace DIR`). Off unless configured."""
+
+    directory: Path
+    """`directory`: where this broker's trace files go (created if missing; several brokers may
+    share one). Required."""
+    max_file_size: int = 64 << 20
+    """`maxFileSize`: a file is closed and the next begun once it passes this many bytes.
+    Default 64 MiB."""
+    max_files: int = 0
+    """`maxFiles`: keep at most this many files of one broker run, deleting the oldest first;
+    0 keeps them all. Default 0."""
+    max_queued_records: int = 262144
+    """`maxQueuedRecords`: records waiting for the writer thread; past this the broker drops
+    records rather than wait, and the trace says how many (a `gap` record). Default 262144."""
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
 class IgnoredElement:
     """Something the file holds that FerryMQ accepts but does not act on, and why."""
 
@@ -246,6 +267,8 @@ class BrokerConfig:
     """`<destinationPolicy>`: use `policy_for` to look an entry up."""
     redelivery_policies: RedeliveryPluginConfig | None = None
     """`<plugins><redeliveryPlugin>`. Default None: no broker-side redelivery delay."""
+    message_trace: MessageTraceConfig | None = None
+    """FerryMQ `<plugins><messageTracePlugin>`. Default None: no message trace."""
     services: ServicesConfig = field(default_factory=ServicesConfig)
     """Pure master/slave: `<services><masterConnector>` and the broker attributes."""
     jms_bridge_connectors: tuple[JmsConnectorConfig, ...] = ()

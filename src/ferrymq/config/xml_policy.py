@@ -1,7 +1,9 @@
-"""`<destinationPolicy>` and `<plugins><redeliveryPlugin>` (reference sections 4.5 and 6.11)."""
+"""`<destinationPolicy>` and `<plugins>`: `<redeliveryPlugin>` (reference sections 4.5 and 6.11)
+and FerryMQ's `<messageTracePlugin>`."""
 
 from __future__ import annotations
 
+from ferrymq.config.model import MessageTraceConfig
 from ferrymq.config.policy import (
     ConditionalNetworkBridgeFilterConfig,
     DeadLetterStrategy,
@@ -14,6 +16,7 @@ from ferrymq.config.policy import (
     SharedDeadLetterStrategy,
 )
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.config.xml_trace import read_message_trace
 
 __all__ = ["read_destination_policy", "read_plugins"]
 
@@ -185,13 +188,20 @@ def _bridge_filter(
     return config
 
 
-def read_plugins(context: LoadContext, element: Element) -> RedeliveryPluginConfig | None:
-    """`<plugins>`: only the redelivery plugin is known; any other plugin is an error."""
+def read_plugins(
+    context: LoadContext, element: Element
+) -> tuple[RedeliveryPluginConfig | None, MessageTraceConfig | None]:
+    """`<plugins>`: the redelivery plugin and FerryMQ's message trace; any other plugin is an
+    error."""
     reader = context.reader(element)
-    plugins = reader.single_children({"redeliveryPlugin"})
+    plugins = reader.single_children({"redeliveryPlugin", "messageTracePlugin"})
     reader.finish()
-    plugin = plugins.get("redeliveryPlugin")
-    return None if plugin is None else _redelivery_plugin(context, plugin)
+    redelivery = plugins.get("redeliveryPlugin")
+    trace = plugins.get("messageTracePlugin")
+    return (
+        None if redelivery is None else _redelivery_plugin(context, redelivery),
+        None if trace is None else read_message_trace(context, trace),
+    )
 
 
 def _redelivery_plugin(context: LoadContext, element: Element) -> RedeliveryPluginConfig:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ferrymq.core import codec
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.destination import Destination
+from ferrymq.core.effects import TraceEvent, TraceKind
 from ferrymq.core.entry import ENTRY_OVERHEAD_BYTES, Entry
 from ferrymq.core.message import Message
 from ferrymq.core.pending import PendingList
@@ -151,6 +152,10 @@ class MessageContainer:
         blob = codec.encode(message)
         if persistent:
             self.region.usage.store_used += len(blob)
+            if self.region.tracing:
+                self.region.effects.trace.append(
+                    TraceEvent(TraceKind.STORED, message, message.destination, self.key)
+                )
         self.region.effects.store_ops.append(
             AddMessage(
                 self.key,

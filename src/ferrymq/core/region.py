@@ -17,7 +17,7 @@ from ferrymq.core.consumer import AckMode, Consumer
 from ferrymq.core.container import MessageContainer
 from ferrymq.core.dedup import DEFAULT_WINDOW, DuplicateDetector
 from ferrymq.core.destination import Destination, DestinationPattern
-from ferrymq.core.effects import CloseConnection, Delivery, Effects, PageIn
+from ferrymq.core.effects import CloseConnection, Delivery, Effects, PageIn, TraceEvent, TraceKind
 from ferrymq.core.entry import Entry
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message, MessageId
@@ -81,6 +81,8 @@ class RegionBroker:
         self.dedup = DuplicateDetector(duplicate_window)
         self.advisory_support = advisory_support
         self.effects = Effects()
+        self.tracing = False
+        """Collect ``TraceEvent``s in ``effects.trace`` for the message trace."""
         self.now = 0
         self.seq = 0
         self.connections: dict[str, ConnectionState] = {}
@@ -348,6 +350,10 @@ class RegionBroker:
             if self.dedup.is_duplicate(producer_message_id):
                 return False
             self.dedup.record(producer_message_id)
+        if self.tracing:
+            for target in targets:
+                if not target.is_advisory:
+                    self.effects.trace.append(TraceEvent(TraceKind.SENT, message, target))
         if self.scheduler is not None and wants_scheduling(message):
             self.scheduler.schedule(message, tuple(targets))
             return True
@@ -410,6 +416,8 @@ class RegionBroker:
             for container in containers:
                 container.add_consumer(consumer)
         state.consumers[consumer.subscription_id] = consumer
+        if self.tracing:
+            self.trace_consumer(TraceKind.SUBSCRIBED, consumer)
         if start:
             self.start_consumer(consumer)
 
@@ -446,6 +454,8 @@ class RegionBroker:
             for container in containers:
                 container.remove_consumer(consumer)
         self._advise_consumer(state, consumer, added=False)
+        if self.tracing:
+            self.trace_consumer(TraceKind.UNSUBSCRIBED, consumer)
         for container in containers:
             container.dispatch()
 
@@ -480,6 +490,8 @@ class RegionBroker:
         if consumer.ack_mode is not AckMode.AUTO:
             state.ack_owners[ack_id] = consumer
         state.messages_delivered += 1
+        if self.tracing:
+            self.trace_entry(TraceKind.DELIVERED, entry, consumer)
         after_commit = entry.stored
         if after_commit and not entry.marked_delivered:
             entry.marked_delivered = True
@@ -550,6 +562,8 @@ class RegionBroker:
             owners.pop(key, None)
             container = entry.container
             if not nack:
+                if self.tracing:
+                    self.trace_entry(TraceKind.ACKED, entry, consumer)
                 container.acknowledge(entry)
             elif container.policy.redelivery.nack_redelivers or (
                 container.policy.dead_letter.is_dead_letter_destination(container.destination)
@@ -569,6 +583,8 @@ class RegionBroker:
             if consumer.connection_id not in connections:
                 continue
             entry = consumer.take(delivery.ack_id)
+            if self.tracing:
+                self.trace_entry(TraceKind.ACKED, entry, consumer)
             entry.container.acknowledge(entry)
             self._dispatch_later(consumer.containers)
 
@@ -620,7 +636,11 @@ class RegionBroker:
         policy = container.policy.dead_letter
         target = policy.dead_letter_destination(message.original_destination or message.destination)
         container.settle(entry)
-        if target is None or (not message.persistent and not policy.process_non_persistent):
+        if target is not None and not message.persistent and not policy.process_non_persistent:
+            target = None
+        if self.tracing:
+            self.trace_entry(TraceKind.DEAD_LETTERED, entry, cause=cause, target=target)
+        if target is None:
             return
         properties = dict(message.properties)
         properties["dlqDeliveryFailureCause"] = cause
@@ -640,6 +660,8 @@ class RegionBroker:
     def expire(self, entry: Entry) -> None:
         container = entry.container
         container.stats.expired += 1
+        if self.tracing:
+            self.trace_entry(TraceKind.EXPIRED, entry)
         policy = container.policy.dead_letter
         if policy.process_expired:
             self.dead_letter(entry, "Message expired")
@@ -666,6 +688,37 @@ class RegionBroker:
         containers: list[MessageContainer] = list(self.queues.values())
         containers.extend(self.subscriptions.all())
         return containers
+
+    # -- the message trace ----------------------------------------------------------------------
+
+    def trace_entry(
+        self,
+        kind: TraceKind,
+        entry: Entry,
+        consumer: Consumer | None = None,
+        *,
+        cause: str | None = None,
+        target: Destination | None = None,
+    ) -> None:
+        message = entry.message
+        if message.destination.is_advisory:
+            return
+        self.effects.trace.append(
+            TraceEvent(
+                kind,
+                message,
+                message.destination,
+                entry.container.key,
+                consumer,
+                entry.redelivery_count,
+                cause,
+                target,
+            )
+        )
+
+    def trace_consumer(self, kind: TraceKind, consumer: Consumer) -> None:
+        if not consumer.destination.is_advisory:
+            self.effects.trace.append(TraceEvent(kind, None, consumer.destination, None, consumer))
 
     # -- paging -------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from ferrymq.service.policies import PolicyResolver
 from ferrymq.service.protocol import StompConnection
 from ferrymq.service.replication import ReplicaLink, both_done
 from ferrymq.service.snapshot import snapshot_batches
+from ferrymq.service.trace import MessageTrace
 from ferrymq.stomp.limits import Limits
 from ferrymq.store.base import MessageStore, StoreError
 from ferrymq.store.memory import MemoryStore
@@ -162,6 +163,13 @@ class BrokerService:
             scheduler_support=config.scheduler_support,
         )
         self.store = store if store is not None else create_store(config, fence)
+        trace = config.message_trace
+        self.trace = (
+            MessageTrace(trace, self.broker_id, config.broker_name, self.incarnation)
+            if trace is not None
+            else None
+        )
+        self.region.tracing = self.trace is not None
         self.server_name = f"FerryMQ/{__version__}"
         self.send_fail_if_no_space = usage.send_fail_if_no_space
         self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
@@ -206,6 +214,12 @@ class BrokerService:
             recovery = await self.store.start()
         except StoreError as exc:
             raise BrokerStartError(str(exc)) from exc
+        if self.trace is not None:
+            try:
+                await self.trace.start()
+            except OSError as exc:
+                await self.store.stop()
+                raise BrokerStartError(f"cannot write the message trace: {exc}") from exc
         self.tick_clock()
         self.region.recover(recovery)
         if self.region.scheduler is not None and SCHEDULED_CONTAINER in recovery.containers:
@@ -295,6 +309,8 @@ class BrokerService:
 
     async def stop(self) -> None:
         self.started = False
+        if self.trace is not None:
+            self.trace.stopping()
         vm.unregister(self._vm_names, self.open_vm_socket)
         self._vm_names = ()
         for handle in (self._tick_handle, self._scheduler_handle):
@@ -322,6 +338,8 @@ class BrokerService:
         if self.last_commit is not None and not self.last_commit.done():
             await asyncio.wait([self.last_commit])
         await self.store.stop()
+        if self.trace is not None:
+            await self.trace.stop()
 
     def cluster_url(self) -> str | None:
         """The URL failover clients use for this broker, given to peers over bridges: the
@@ -386,6 +404,8 @@ class BrokerService:
                             waiter.resume()
                         continue
                     break
+                if effects.trace and self.trace is not None:
+                    self.trace.record(effects.trace)
                 if effects.store_ops:
                     self._write(effects.store_ops)
                 commit = self.last_commit

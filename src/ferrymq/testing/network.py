@@ -24,7 +24,7 @@ from typing import Self
 
 from ferrymq.broker import Broker
 from ferrymq.client import Message, Subscription, connect
-from ferrymq.config.model import AdminConfig
+from ferrymq.config.model import AdminConfig, MessageTraceConfig
 from ferrymq.core.destination import Destination
 from ferrymq.testing.brokers import broker_config, free_port
 
@@ -42,6 +42,8 @@ class BrokerNetwork:
         self._specs: dict[str, tuple[str, str, str]] = {}
         self.ports: dict[str, int] = {}
         self._admin: set[str] = set()
+        self.trace_dir: Path | None = None
+        """When set, every broker started writes its message trace here (``ferrymq audit``)."""
 
     def add(
         self,
@@ -92,6 +94,8 @@ class BrokerNetwork:
             config = broker_config(self.data_dir / name, name=name, xml=xml, port=self.ports[name])
             if name in self._admin:
                 config = replace(config, admin=AdminConfig(enabled=True, host="127.0.0.1", port=0))
+            if self.trace_dir is not None:
+                config = replace(config, message_trace=MessageTraceConfig(self.trace_dir))
             broker = Broker(config)
             await broker.start()
             self.brokers[name] = broker
