@@ -50,8 +50,8 @@ async def test_the_blocking_facade_end_to_end(url: str) -> None:
 
 
 def test_a_bad_url_fails_before_any_thread_starts() -> None:
-    with pytest.raises(BrokerURLError, match="not supported yet"):
-        blocking.connect("fanout:(static:(tcp://127.0.0.1:1))")
+    with pytest.raises(BrokerURLError, match="unknown option 'bogus'"):
+        blocking.connect("tcp://127.0.0.1:1?bogus=1")
     assert client_threads() == []
 
 

@@ -1,6 +1,6 @@
 """URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
 
-Schemes FerryMQ will support later (``fanout``, ``ssl``) are refused by name rather
+Schemes FerryMQ will support later (``ssl``) are refused by name rather
 than as unknown.
 """
 
@@ -12,6 +12,7 @@ from ferrymq.client.commands import ConnectionInfo
 from ferrymq.client.discovery import discovery_transport
 from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.urls import failover_transport, masterslave_transport
+from ferrymq.client.fanout import fanout_transport
 from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import Transport
 from ferrymq.client.vm import VmTransport
@@ -44,11 +45,12 @@ TRANSPORTS: dict[str, TransportFactory] = {
     "failover": failover_transport,
     "discovery": discovery_transport,
     "masterslave": masterslave_transport,
+    "fanout": fanout_transport,
     "vm": _vm,
 }
 """Schemes the client can open, lower case."""
 
-PLANNED: frozenset[str] = frozenset({"fanout", "static", "ssl", "stomp+ssl"})
+PLANNED: frozenset[str] = frozenset({"static", "ssl", "stomp+ssl"})
 """ActiveMQ schemes FerryMQ will support, refused for now with a message saying so."""
 
 
