@@ -41,6 +41,8 @@ from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
 log = logging.getLogger(__name__)
 
 STATIC_AGENT_SCHEMES = frozenset({"static", "simple"})
+PLANNED_AGENT_SCHEMES = frozenset({"zeroconf", "rendezvous", "fabric", "http"})
+"""ActiveMQ agents FerryMQ has not built yet: refused by name rather than as unknown."""
 AGENT_ENTRY_POINTS = "ferrymq.discovery_agents"
 """The entry-point group naming an ``AgentFactory`` per agent scheme (``multicast = ...``)."""
 
@@ -242,6 +244,10 @@ def agent_for(agent_uri: AnyURI, *, url: str) -> DiscoveryAgent:
         return StaticDiscoveryAgent([str(member) for member in members], agent_options)
     known = agent_schemes()
     loader = known.get(scheme)
+    if loader is None and scheme in PLANNED_AGENT_SCHEMES:
+        raise BrokerURLError(
+            f"the {scheme}: discovery agent is not supported yet", url=url, part=scheme
+        )
     if loader is None:
         supported = ", ".join(f"{name}:" for name in sorted({*STATIC_AGENT_SCHEMES, *known}))
         raise BrokerURLError(
@@ -249,7 +255,13 @@ def agent_for(agent_uri: AnyURI, *, url: str) -> DiscoveryAgent:
             url=url,
             part=agent_uri.scheme,
         )
-    return loader()(agent_uri, url)
+    try:
+        factory = loader()
+    except ImportError as exc:  # an entry point whose module or library is missing
+        raise BrokerURLError(
+            f"the {scheme}: discovery agent cannot be loaded: {exc}", url=url, part=scheme
+        ) from None
+    return factory(agent_uri, url)
 
 
 def discovery_transport(uri: AnyURI, info: ConnectionInfo) -> DiscoveryTransport:

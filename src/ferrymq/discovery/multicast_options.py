@@ -1,0 +1,207 @@
+"""``multicast://ADDRESS:PORT?options``: the multicast agent's URI, read strictly.
+
+The host ``default`` is ActiveMQ's ``239.255.2.3`` and a missing port is ``6155`` (reference
+§3.4); the address must be an IPv4 multicast address. The options are ActiveMQ 5.17's
+``MulticastDiscoveryAgent`` setters, at its defaults, plus ``datagramSize`` from seed 002
+Table 1.3. Decisions where the sources disagree or say nothing:
+
+* ``timeToLive`` defaults to 1 (ActiveMQ's code) rather than seed 002's -1, which came from the
+  multicast *transport*; -1 is accepted and leaves the system default (1 on Linux).
+* ``datagramSize`` (ignored by ActiveMQ 5.17, which has no such setter) is the largest datagram
+  FerryMQ reads, by default 8192 like ActiveMQ's receive buffer (seed 002 says 4 KiB, again the
+  transport's); a longer one is dropped rather than cut short.
+* ``interface`` and ``networkInterface`` take a name (``lo``) or an IPv4 address (``127.0.0.1``)
+  and pin both the interface datagrams leave by and the one the group is joined on;
+  ``joinNetworkInterface`` pins only the join. ActiveMQ sends by them but joins on its first
+  non-loopback interface unless ``joinNetworkInterface`` is given, so a test pinned to ``lo``
+  would still join on ``eth0``.
+* The options of seed 002 Table 1.3 that configured the multicast transport
+  (``minimumWireFormatVersion``, ``trace``, ``useLocalHost``, ``wireFormat``, ``wireFormat.*``)
+  are accepted and ignored, with a log line; any other unknown option is refused, naming it
+  (ActiveMQ ignores unknown options silently).
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from ferrymq.client.errors import BrokerURLError
+from ferrymq.client.failover.options import _bool, _int, _multiplier
+from ferrymq.discovery.datagram import MAX_DATAGRAM_BYTES, check_group
+from ferrymq.util.uri import URI, AnyURI
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST: Final = "default"
+DEFAULT_ADDRESS: Final = "239.255.2.3"
+DEFAULT_PORT: Final = 6155
+HEARTBEAT_MISS_BEFORE_DEATH: Final = 10
+"""A service unheard for this many keep-alive intervals has expired (ActiveMQ's constant)."""
+MAX_UDP_PAYLOAD: Final = 65_507
+IGNORED: Final = frozenset({"minimumWireFormatVersion", "trace", "useLocalHost", "wireFormat"})
+IGNORED_PREFIX: Final = "wireFormat."
+
+
+@dataclass(frozen=True, slots=True)
+class MulticastOptions:
+    """A multicast agent's settings; the defaults are ActiveMQ 5.17's."""
+
+    address: str = DEFAULT_ADDRESS
+    """The IPv4 multicast group address."""
+    port: int = DEFAULT_PORT
+    group: str = "default"
+    """``group``: only datagrams of this group name are read (reference §3.4)."""
+    time_to_live: int = 1
+    """``timeToLive``: IP_MULTICAST_TTL; -1 keeps the system default."""
+    loop_back_mode: bool = False
+    """``loopBackMode``, with Java's meaning: false lets this host's own agents hear the
+    datagrams (IP_MULTICAST_LOOP on), true keeps them off this host."""
+    datagram_size: int = MAX_DATAGRAM_BYTES
+    """``datagramSize``: the largest datagram read; longer ones are dropped."""
+    keep_alive_interval_ms: int = 500
+    """``keepAliveInterval``: how often each registered service is advertised; a remote one
+    unheard for ten intervals has expired."""
+    interface: str | None = None
+    """``interface`` / ``networkInterface``: name or address of the interface to send by and,
+    unless ``join_interface`` says otherwise, to join the group on."""
+    join_interface: str | None = None
+    """``joinNetworkInterface``: the interface to join the group on."""
+    initial_reconnect_delay_ms: int = 5000
+    """``initialReconnectDelay``: how long a failed service is not announced again."""
+    max_reconnect_delay_ms: int = 30_000
+    """``maxReconnectDelay``: the longest such wait."""
+    use_exponential_back_off: bool = False
+    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
+    back_off_multiplier: float = 2.0
+    """``backOffMultiplier``."""
+    max_reconnect_attempts: int = 0
+    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
+    after N failures (until it goes away and comes back)."""
+
+    @property
+    def uri(self) -> str:
+        """The agent's address, for messages: ``multicast://239.255.2.3:6155``."""
+        return f"multicast://{self.address}:{self.port}"
+
+    @property
+    def expiry_ms(self) -> int:
+        return self.keep_alive_interval_ms * HEARTBEAT_MISS_BEFORE_DEATH
+
+    @property
+    def join_on(self) -> str | None:
+        return self.join_interface if self.join_interface is not None else self.interface
+
+
+def _fail(url: str, name: str, message: str) -> BrokerURLError:
+    return BrokerURLError(f"option {name}: {message}", url=url, part=name)
+
+
+def _group(url: str, name: str, value: str) -> str:
+    try:
+        return check_group(value)
+    except ValueError as exc:
+        raise _fail(url, name, str(exc)) from None
+
+
+def _ttl(url: str, name: str, value: str) -> int:
+    ttl: int = _int(-1)(url, name, value)
+    if ttl > 255:
+        raise _fail(url, name, f"must be at most 255, got {ttl}")
+    return ttl
+
+
+def _datagram_size(url: str, name: str, value: str) -> int:
+    size: int = _int(1)(url, name, value)
+    if size > MAX_UDP_PAYLOAD:
+        raise _fail(url, name, f"must be at most {MAX_UDP_PAYLOAD} (a UDP datagram), got {size}")
+    return size
+
+
+def _interface(url: str, name: str, value: str) -> str:
+    text = value.strip()
+    if not text:
+        raise _fail(url, name, "expected an interface name (lo) or IPv4 address (127.0.0.1)")
+    return text
+
+
+# URL option name -> (MulticastOptions field, value parser)
+_OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
+    "group": ("group", _group),
+    "timeToLive": ("time_to_live", _ttl),
+    "loopBackMode": ("loop_back_mode", _bool),
+    "datagramSize": ("datagram_size", _datagram_size),
+    "keepAliveInterval": ("keep_alive_interval_ms", _int(1)),
+    "interface": ("interface", _interface),
+    "networkInterface": ("interface", _interface),
+    "joinNetworkInterface": ("join_interface", _interface),
+    "initialReconnectDelay": ("initial_reconnect_delay_ms", _int(0)),
+    "maxReconnectDelay": ("max_reconnect_delay_ms", _int(0)),
+    "useExponentialBackOff": ("use_exponential_back_off", _bool),
+    "backOffMultiplier": ("back_off_multiplier", _multiplier),
+    "maxReconnectAttempts": ("max_reconnect_attempts", _int(0)),
+}
+OPTION_NAMES: Final = frozenset(_OPTIONS)
+
+
+def multicast_options(agent_uri: AnyURI, *, url: str) -> MulticastOptions:
+    """Read ``multicast://ADDRESS:PORT?options``; anything unknown or malformed raises
+    ``BrokerURLError`` naming it."""
+    if not isinstance(agent_uri, URI) or agent_uri.host is None:
+        raise BrokerURLError(
+            "multicast: names a group address: multicast://default or multicast://ADDRESS:PORT",
+            url=url,
+            part=agent_uri.scheme,
+        )
+    changes: dict[str, Any] = {"address": _address(agent_uri.host, url)}
+    if agent_uri.port is not None:
+        if agent_uri.port == 0:
+            raise BrokerURLError("multicast: port 0 cannot be shared", url=url, part="0")
+        changes["port"] = agent_uri.port
+    if agent_uri.path not in ("", "/"):
+        raise BrokerURLError("multicast: takes no path", url=url, part=agent_uri.path)
+    given_interface: str | None = None
+    for name, value in agent_uri.query.items():
+        if name in IGNORED or name.startswith(IGNORED_PREFIX):
+            log.warning(
+                "%s: option %s configured ActiveMQ's multicast transport (seed 002 Table 1.3) "
+                "and has no effect on the discovery agent; ignored",
+                url,
+                name,
+            )
+            continue
+        spec = _OPTIONS.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(_OPTIONS))}"
+            raise _fail(url, name, f"unknown multicast discovery agent option ({hint})")
+        target, parse = spec
+        parsed = parse(url, name, value)
+        if target == "interface":
+            if given_interface is not None and changes["interface"] != parsed:
+                raise _fail(url, name, f"give either {given_interface} or {name}, not both")
+            given_interface = name
+        changes[target] = parsed
+    return replace(MulticastOptions(), **changes)
+
+
+def _address(host: str, url: str) -> str:
+    if host.lower() == DEFAULT_HOST:
+        return DEFAULT_ADDRESS
+    try:
+        address = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise BrokerURLError(
+            f"multicast: expected 'default' or an IPv4 multicast address, got {host!r}",
+            url=url,
+            part=host,
+        ) from None
+    if not address.is_multicast:
+        raise BrokerURLError(
+            f"multicast: {host} is not a multicast address (224.0.0.0/4)", url=url, part=host
+        )
+    return str(address)
