@@ -17,6 +17,7 @@ import os
 import socket
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -194,6 +195,22 @@ async def test_a_service_that_falls_silent_expires_after_ten_keep_alive_interval
     assert silence > 1.0  # never before 10 x 100 ms
 
 
+async def test_a_stalled_event_loop_does_not_expire_the_agents_sharing_it() -> None:
+    """Brokers in one process share one event loop: after it stalled for longer than the
+    expiry, an agent must read its peers' next heartbeats before calling them silent."""
+    uri = fresh_agent_uri(keep_alive_ms=100)
+    listener = Recorder()
+    async with (
+        running_agent(uri, listener=listener) as agent,
+        running_agent(uri, "stomp://127.0.0.1:5501"),
+    ):
+        await listener.wait_for(lambda: bool(listener.services), "the broker")
+        time.sleep(1.5)  # the stall itself (a blocking call on the loop), not a wait  # noqa: ASYNC251
+        heard = agent.statistics().received
+        await wait_until(lambda: agent.statistics().received >= heard + 3, WAIT_S, "heartbeats")
+    assert [what for what, _, _ in listener.events] == ["add", "remove"]  # the remove: dead
+
+
 _AGENT_PROCESS = """
 import asyncio, sys
 from ferrymq.client import DiscoveryListener
@@ -328,6 +345,17 @@ async def test_a_host_where_multicast_cannot_work_is_a_clear_error(
     assert caught.value.errno in (errno.EADDRNOTAVAIL, errno.ENODEV)
     await agent.stop()
     await agent.stop()
+
+
+async def test_a_port_held_without_sharing_is_a_clear_error() -> None:
+    uri = fresh_agent_uri()
+    options = multicast_options(parse_uri(uri), url=uri)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as hog:
+        hog.bind((options.address, options.port))  # no SO_REUSEADDR: nobody may share it
+        agent = agent_for(parse_uri(uri), url=uri)
+        with pytest.raises(OSError, match=f"cannot bind {options.address}:{options.port}: "):
+            await agent.start(None)
+        await agent.stop()
 
 
 async def test_an_agent_starts_once_and_stops_idempotently() -> None:

@@ -96,7 +96,7 @@ async def test_cluster_list_only_for_clients_that_ask(tmp_path: Path) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"CONNECT\naccept-version:1.2\nhost:x\nferrymq.cluster-updates:true\n\n\x00")
         asked = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
-        assert f"ferrymq.cluster-brokers:tcp://127.0.0.1:{port}\n".encode() in asked
+        assert f"ferrymq.cluster-brokers:stomp://127.0.0.1:{port}\n".encode() in asked
         writer.close()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(CONNECT)

@@ -10,7 +10,8 @@ default charset).
 Reading is stricter than ActiveMQ's, whose parser assumes the ``%`` follows the kind: a datagram
 of another group is ``None`` (not ours, nothing wrong), one of this group that does not have the
 shape above raises ``DatagramError`` (the sender's fault). Because a group name may not contain
-``%``, no datagram of one group is ever read as a datagram of another, whatever the names.
+``%``, a datagram of one group is never taken for one of another, whatever the names: it is
+ignored or refused.
 """
 
 from __future__ import annotations

@@ -161,10 +161,18 @@ class MulticastDiscoveryAgent:
     async def _keep_alive(self) -> None:
         interval_s = self.options.keep_alive_interval_ms / 1000
         loop = asyncio.get_running_loop()
+        due = loop.time() + interval_s
         while True:
             await asyncio.sleep(interval_s)
+            now = loop.time()
+            late_s, due = now - due, now + interval_s
             self._advertise()
-            for uri in self._services.expire(loop.time()):
+            if late_s > interval_s:
+                # The event loop could not run us, nor read datagrams, for over an interval:
+                # read what arrived meanwhile before deciding that anyone fell silent.
+                log.debug("%s: woke %.3f s late; expiry waits a round", self.name, late_s)
+                continue
+            for uri in self._services.expire(now):
                 expiry_ms = self.options.expiry_ms
                 log.info("%s: %s expired (unheard for %d ms)", self.name, uri, expiry_ms)
                 self._tell(uri, added=False)
@@ -264,16 +272,15 @@ def open_socket(options: MulticastOptions, name: str) -> socket.socket:
         if hasattr(socket, "SO_REUSEPORT"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         ip = socket.IPPROTO_IP
-        where = f"{options.address}:{options.port}"
-        with _step(name, f"bind {where}", None):
+        with _step(name, f"bind {options.address}:{options.port}"):
             sock.bind((options.address, options.port))
         if options.time_to_live >= 0:
             sock.setsockopt(ip, socket.IP_MULTICAST_TTL, options.time_to_live)
         sock.setsockopt(ip, socket.IP_MULTICAST_LOOP, 0 if options.loop_back_mode else 1)
         if options.interface is not None:
-            with _step(name, "send to the group", options.interface):
+            with _step(name, "send to the group", interface=options.interface):
                 sock.setsockopt(ip, socket.IP_MULTICAST_IF, _interface_request(options.interface))
-        with _step(name, f"join the group {options.address}", options.join_on):
+        with _step(name, f"join the group {options.address}", interface=options.join_on):
             request = _membership_request(options.address, options.join_on)
             sock.setsockopt(ip, socket.IP_ADD_MEMBERSHIP, request)
     except BaseException:
@@ -283,16 +290,22 @@ def open_socket(options: MulticastOptions, name: str) -> socket.socket:
 
 
 @contextlib.contextmanager
-def _step(name: str, what: str, interface: str | None) -> Iterator[None]:
+def _step(name: str, what: str, *, interface: str | None = "") -> Iterator[None]:
+    """Turn an ``OSError`` of one step into one naming the agent, the step and the interface
+    (``None``: the default one; ``""``: none involved)."""
     try:
         yield
     except OSError as exc:
-        on = f"interface {interface}" if interface is not None else "the default interface"
+        on = ""
+        if interface is None:
+            on = " on the default interface"
+        elif interface:
+            on = f" on interface {interface}"
         cause = exc.strerror or str(exc)
         hint = ""
         if interface is None and exc.errno in (errno.ENODEV, errno.ENETUNREACH):
             hint = " (no multicast route on this host? pin an interface: networkInterface=NAME)"
-        raise OSError(exc.errno, f"{name}: cannot {what} on {on}: {cause}{hint}") from exc
+        raise OSError(exc.errno, f"{name}: cannot {what}{on}: {cause}{hint}") from exc
 
 
 def _interface(interface: str) -> ipaddress.IPv4Address | int:
