@@ -11,7 +11,7 @@ masterslave and fanout transports own several and present the same interface, so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ferrymq.client.commands import Command
 from ferrymq.client.errors import ClientError, ConnectionClosed
@@ -84,6 +84,41 @@ class TransportStatistics:
     """Standby connections held (``backup``, ``priorityBackup``)."""
     replayed_commands: int = 0
     """Commands written again to a new broker (subscriptions, sends, transactions)."""
+
+
+Traffic = tuple[int, int, int, int, int]
+"""Frames sent, bytes sent, bytes received, heart-beats sent, heart-beats received."""
+NO_TRAFFIC: Traffic = (0, 0, 0, 0, 0)
+
+
+def add_traffic(totals: Traffic, stats: TransportStatistics) -> Traffic:
+    """``totals`` plus one connection's counts: what a transport over several connections
+    (failover's successive links, fanout's members) reports as its own."""
+    return (
+        totals[0] + stats.frames_sent,
+        totals[1] + stats.bytes_sent,
+        totals[2] + stats.bytes_received,
+        totals[3] + stats.heart_beats_sent,
+        totals[4] + stats.heart_beats_received,
+    )
+
+
+def combined_statistics(
+    totals: Traffic, current: TransportStatistics | None, **fields: Any
+) -> TransportStatistics:
+    """Statistics of a transport over several connections: the summed ``totals``, the
+    negotiated intervals of the ``current`` connection, and its own ``fields``."""
+    frames, bytes_sent, bytes_received, beats_sent, beats_received = totals
+    return TransportStatistics(
+        frames_sent=frames,
+        bytes_sent=bytes_sent,
+        bytes_received=bytes_received,
+        heart_beats_sent=beats_sent,
+        heart_beats_received=beats_received,
+        send_interval_ms=current.send_interval_ms if current is not None else 0,
+        receive_timeout_ms=current.receive_timeout_ms if current is not None else 0,
+        **fields,
+    )
 
 
 class Transport(Protocol):

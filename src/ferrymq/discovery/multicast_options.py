@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ferrymq.client.errors import BrokerURLError
-from ferrymq.client.failover.options import _bool, _int, _multiplier
+from ferrymq.client.failover.options import bool_value, int_value, multiplier_value
 from ferrymq.discovery.datagram import MAX_DATAGRAM_BYTES, check_group
 from ferrymq.util.uri import URI, AnyURI
 
@@ -109,14 +109,14 @@ def _group(url: str, name: str, value: str) -> str:
 
 
 def _ttl(url: str, name: str, value: str) -> int:
-    ttl: int = _int(-1)(url, name, value)
+    ttl: int = int_value(-1)(url, name, value)
     if ttl > 255:
         raise _fail(url, name, f"must be at most 255, got {ttl}")
     return ttl
 
 
 def _datagram_size(url: str, name: str, value: str) -> int:
-    size: int = _int(1)(url, name, value)
+    size: int = int_value(1)(url, name, value)
     if size > MAX_UDP_PAYLOAD:
         raise _fail(url, name, f"must be at most {MAX_UDP_PAYLOAD} (a UDP datagram), got {size}")
     return size
@@ -133,17 +133,17 @@ def _interface(url: str, name: str, value: str) -> str:
 _OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
     "group": ("group", _group),
     "timeToLive": ("time_to_live", _ttl),
-    "loopBackMode": ("loop_back_mode", _bool),
+    "loopBackMode": ("loop_back_mode", bool_value),
     "datagramSize": ("datagram_size", _datagram_size),
-    "keepAliveInterval": ("keep_alive_interval_ms", _int(1)),
+    "keepAliveInterval": ("keep_alive_interval_ms", int_value(1)),
     "interface": ("interface", _interface),
     "networkInterface": ("interface", _interface),
     "joinNetworkInterface": ("join_interface", _interface),
-    "initialReconnectDelay": ("initial_reconnect_delay_ms", _int(0)),
-    "maxReconnectDelay": ("max_reconnect_delay_ms", _int(0)),
-    "useExponentialBackOff": ("use_exponential_back_off", _bool),
-    "backOffMultiplier": ("back_off_multiplier", _multiplier),
-    "maxReconnectAttempts": ("max_reconnect_attempts", _int(0)),
+    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
+    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
+    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
+    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
+    "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
 }
 OPTION_NAMES: Final = frozenset(_OPTIONS)
 

@@ -117,42 +117,43 @@ DISCOVERY_DEFAULTS: Final = FailoverOptions()
 ``maxReconnectAttempts``, whose 0 means "unlimited" there."""
 
 
-def _fail(url: str, name: str, message: str) -> BrokerURLError:
+def option_error(url: str, name: str, message: str) -> BrokerURLError:
+    """The error for a bad option value: names the option (and, in ``part``, where it is)."""
     return BrokerURLError(f"option {name}: {message}", url=url, part=name)
 
 
-def _int(minimum: int) -> Callable[[str, str, str], int]:
+def int_value(minimum: int) -> Callable[[str, str, str], int]:
     def parse(url: str, name: str, value: str) -> int:
         text = value.strip()
         try:
             number = int(text)
         except ValueError:
-            raise _fail(url, name, f"expected a whole number, got {value!r}") from None
+            raise option_error(url, name, f"expected a whole number, got {value!r}") from None
         if number < minimum:
-            raise _fail(url, name, f"must be at least {minimum}, got {number}")
+            raise option_error(url, name, f"must be at least {minimum}, got {number}")
         return number
 
     return parse
 
 
-_limit = _int(INFINITE)
+_limit = int_value(INFINITE)
 """A pass count or a timeout: -1 (unlimited) or more."""
 
 
-def _bool(url: str, name: str, value: str) -> bool:
+def bool_value(url: str, name: str, value: str) -> bool:
     lowered = value.strip().lower()
     if lowered not in ("true", "false"):
-        raise _fail(url, name, f"expected true or false, got {value!r}")
+        raise option_error(url, name, f"expected true or false, got {value!r}")
     return lowered == "true"
 
 
-def _multiplier(url: str, name: str, value: str) -> float:
+def multiplier_value(url: str, name: str, value: str) -> float:
     try:
         number = float(value)
     except ValueError:
-        raise _fail(url, name, f"expected a number, got {value!r}") from None
+        raise option_error(url, name, f"expected a number, got {value!r}") from None
     if not number >= 1.0 or number == float("inf"):
-        raise _fail(url, name, f"must be a finite number of at least 1, got {value!r}")
+        raise option_error(url, name, f"must be a finite number of at least 1, got {value!r}")
     return number
 
 
@@ -165,8 +166,8 @@ def _uri_list(url: str, name: str, value: str) -> tuple[URI, ...]:
 
 
 def _track_producers(url: str, name: str, value: str) -> bool:
-    if not _bool(url, name, value):
-        raise _fail(
+    if not bool_value(url, name, value):
+        raise option_error(
             url, name, "false is not supported: FerryMQ always replays a transaction's sends"
         )
     return True
@@ -174,27 +175,27 @@ def _track_producers(url: str, name: str, value: str) -> bool:
 
 # URL option name -> (FailoverOptions field or None for accepted-and-ignored, value parser)
 _OPTIONS: Final[dict[str, tuple[str | None, Callable[[str, str, str], Any]]]] = {
-    "initialReconnectDelay": ("initial_reconnect_delay_ms", _int(0)),
-    "maxReconnectDelay": ("max_reconnect_delay_ms", _int(0)),
-    "useExponentialBackOff": ("use_exponential_back_off", _bool),
-    "backOffMultiplier": ("back_off_multiplier", _multiplier),
-    "reconnectDelayExponent": ("back_off_multiplier", _multiplier),
-    "reconnectDelay": ("reconnect_delay_ms", _int(0)),
-    "reconnectDelayJitter": ("reconnect_delay_jitter_ms", _int(0)),
+    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
+    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
+    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
+    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
+    "reconnectDelayExponent": ("back_off_multiplier", multiplier_value),
+    "reconnectDelay": ("reconnect_delay_ms", int_value(0)),
+    "reconnectDelayJitter": ("reconnect_delay_jitter_ms", int_value(0)),
     "maxReconnectAttempts": ("max_reconnect_attempts", _limit),
     "startupMaxReconnectAttempts": ("startup_max_reconnect_attempts", _limit),
-    "randomize": ("randomize", _bool),
-    "backup": ("backup", _bool),
-    "backupPoolSize": ("backup_pool_size", _int(0)),
+    "randomize": ("randomize", bool_value),
+    "backup": ("backup", bool_value),
+    "backupPoolSize": ("backup_pool_size", int_value(0)),
     "timeout": ("timeout_ms", _limit),
-    "trackMessages": ("track_messages", _bool),
-    "maxCacheSize": ("max_cache_size_bytes", _int(0)),
-    "updateURIsSupported": ("update_uris_supported", _bool),
+    "trackMessages": ("track_messages", bool_value),
+    "maxCacheSize": ("max_cache_size_bytes", int_value(0)),
+    "updateURIsSupported": ("update_uris_supported", bool_value),
     "updateURIsURL": ("update_uris_url", _text),
-    "rebalanceUpdateURIs": ("rebalance_update_uris", _bool),
-    "reconnectSupported": ("reconnect_supported", _bool),
-    "warnAfterReconnectAttempts": ("warn_after_reconnect_attempts", _int(-(2**31))),
-    "priorityBackup": ("priority_backup", _bool),
+    "rebalanceUpdateURIs": ("rebalance_update_uris", bool_value),
+    "reconnectSupported": ("reconnect_supported", bool_value),
+    "warnAfterReconnectAttempts": ("warn_after_reconnect_attempts", int_value(-(2**31))),
+    "priorityBackup": ("priority_backup", bool_value),
     "priorityURIs": ("priority_uris", _uri_list),
     "trackTransactionProducers": (None, _track_producers),
 }
@@ -204,7 +205,7 @@ OPTION_NAMES: Final = frozenset(_OPTIONS)
 
 def _unknown(url: str, name: str, scheme: str) -> BrokerURLError:
     if name.startswith("jms."):
-        return _fail(
+        return option_error(
             url,
             name,
             "jms.* options configure ActiveMQ's JMS ConnectionFactory, which FerryMQ's client "
@@ -212,7 +213,7 @@ def _unknown(url: str, name: str, scheme: str) -> BrokerURLError:
         )
     close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
     hint = f" (did you mean {close[0]}?)" if close else " (see seed 000 Table 2.1)"
-    return _fail(url, name, f"unknown {scheme}: option{hint}")
+    return option_error(url, name, f"unknown {scheme}: option{hint}")
 
 
 def failover_options(
@@ -243,7 +244,7 @@ def discovery_options(query: Mapping[str, str], *, url: str) -> DiscoveryOptions
     for name, value in rest.items():
         key = name.removeprefix(DISCOVERED_PREFIX)
         if not key:
-            raise _fail(url, name, "an option name must follow 'discovered.'")
+            raise option_error(url, name, "an option name must follow 'discovered.'")
         discovered[key] = value
     return DiscoveryOptions(options, MappingProxyType(discovered))
 
@@ -259,7 +260,7 @@ def _read(
         if name.startswith(NESTED_PREFIX):
             key = name.removeprefix(NESTED_PREFIX)
             if not key:
-                raise _fail(url, name, "an option name must follow 'nested.'")
+                raise option_error(url, name, "an option name must follow 'nested.'")
             nested[key] = value
             continue
         spec = _OPTIONS.get(name)
@@ -269,7 +270,7 @@ def _read(
         target, parse = spec
         if target == "back_off_multiplier":
             if seen_multiplier is not None:
-                raise _fail(url, name, f"give either {seen_multiplier} or {name}, not both")
+                raise option_error(url, name, f"give either {seen_multiplier} or {name}, not both")
             seen_multiplier = name
         parsed = parse(url, name, value)
         if target is not None:
@@ -324,12 +325,12 @@ class StaticAgentOptions:
 
 
 _AGENT_OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
-    "initialReconnectDelay": ("initial_reconnect_delay_ms", _int(0)),
-    "maxReconnectDelay": ("max_reconnect_delay_ms", _int(0)),
-    "useExponentialBackOff": ("use_exponential_back_off", _bool),
-    "backOffMultiplier": ("back_off_multiplier", _multiplier),
-    "maxReconnectAttempts": ("max_reconnect_attempts", _int(0)),
-    "minConnectTime": ("min_connect_time_ms", _int(0)),
+    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
+    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
+    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
+    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
+    "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
+    "minConnectTime": ("min_connect_time_ms", int_value(0)),
 }
 
 
@@ -339,7 +340,7 @@ def static_agent_options(query: Mapping[str, str], *, url: str) -> StaticAgentOp
         spec = _AGENT_OPTIONS.get(name)
         if spec is None:
             known = ", ".join(sorted(_AGENT_OPTIONS))
-            raise _fail(url, name, f"unknown static discovery agent option (known: {known})")
+            raise option_error(url, name, f"unknown static discovery agent option (known: {known})")
         target, parse = spec
         changes[target] = parse(url, name, value)
     return replace(StaticAgentOptions(), **changes)

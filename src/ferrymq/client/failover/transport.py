@@ -54,10 +54,14 @@ from ferrymq.client.failover.tracker import (
 from ferrymq.client.failover.updates import BrokerList, cluster_update
 from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import (
+    NO_TRAFFIC,
     BrokerEvent,
     ConnectAttempt,
+    Traffic,
     TransportListener,
     TransportStatistics,
+    add_traffic,
+    combined_statistics,
 )
 from ferrymq.stomp.constants import CLUSTER_UPDATES_SUBSCRIPTION, FERRYMQ_CLUSTER_UPDATES
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
@@ -110,7 +114,7 @@ class FailoverTransport:
         self.writes_idle.set()
         self.failovers = self.reconnect_attempts = self.replayed = 0
         self.attempts: deque[ConnectAttempt] = deque(maxlen=ATTEMPT_HISTORY)
-        self._retired: tuple[int, ...] = (0, 0, 0, 0, 0)
+        self._retired: Traffic = NO_TRAFFIC
         """Counters of the links given up: frames, bytes out and in, heart-beats out and in."""
 
     # ---- what the rest of the package reads ----
@@ -304,7 +308,7 @@ class FailoverTransport:
             self.link = None
             self._last_url = link.url
             self.ready.clear()
-        self._retired = _add(self._retired, link.transport.statistics())
+        self._retired = add_traffic(self._retired, link.transport.statistics())
 
     def interrupt(self) -> None:
         self._generation += 1
@@ -415,16 +419,10 @@ class FailoverTransport:
     def statistics(self) -> TransportStatistics:
         link = self.link
         current = link.transport.statistics() if link is not None else None
-        totals = self._retired if current is None else _add(self._retired, current)
-        frames, bytes_sent, bytes_received, beats_sent, beats_received = totals
-        return TransportStatistics(
-            frames_sent=frames,
-            bytes_sent=bytes_sent,
-            bytes_received=bytes_received,
-            heart_beats_sent=beats_sent,
-            heart_beats_received=beats_received,
-            send_interval_ms=current.send_interval_ms if current is not None else 0,
-            receive_timeout_ms=current.receive_timeout_ms if current is not None else 0,
+        totals = self._retired if current is None else add_traffic(self._retired, current)
+        return combined_statistics(
+            totals,
+            current,
             remote_url=self.remote_url,
             failovers=self.failovers,
             reconnect_attempts=self.reconnect_attempts,
@@ -433,14 +431,3 @@ class FailoverTransport:
             standbys=len(self.standbys),
             replayed_commands=self.replayed,
         )
-
-
-def _add(totals: tuple[int, ...], stats: TransportStatistics) -> tuple[int, ...]:
-    counts = (
-        stats.frames_sent,
-        stats.bytes_sent,
-        stats.bytes_received,
-        stats.heart_beats_sent,
-        stats.heart_beats_received,
-    )
-    return tuple(total + count for total, count in zip(totals, counts, strict=True))

@@ -34,8 +34,11 @@ from ferrymq.client.failover.options import (
     INFINITE,
     NESTED_PREFIX,
     FailoverOptions,
+    bool_value,
     failover_options,
     inject,
+    int_value,
+    option_error,
 )
 from ferrymq.client.failover.policy import ReconnectPolicy
 from ferrymq.client.tcp import tcp_options
@@ -115,7 +118,7 @@ def fanout_options(query: Mapping[str, str], *, url: str) -> FanoutOptions:
         use_exponential_back_off=parsed.use_exponential_back_off,
         back_off_multiplier=parsed.back_off_multiplier,
         max_reconnect_attempts=INFINITE if attempts == 0 else attempts,
-        fan_out_queues=_bool(url, "fanOutQueues", query.get("fanOutQueues", "false")),
+        fan_out_queues=bool_value(url, "fanOutQueues", query.get("fanOutQueues", "false")),
         min_ack_count=_count(url, "minAckCount", query.get("minAckCount", "2")),
         discovered=discovered,
     )
@@ -128,7 +131,7 @@ def _injected_name(url: str, name: str, value: str) -> str:
         if name.startswith(prefix):
             key = name.removeprefix(prefix)
             if not key:
-                raise _fail(url, name, f"an option name must follow {prefix!r}")
+                raise option_error(url, name, f"an option name must follow {prefix!r}")
     try:
         tcp_options(inject(_PROBE, {key: value}))
     except BrokerURLError as exc:
@@ -137,26 +140,9 @@ def _injected_name(url: str, name: str, value: str) -> str:
             lead = f"not a fanout: option (seed 001 Table 8.2), so {lead}"
         close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
         hint = f"; did you mean {close[0]}?" if close and key == name else ""
-        raise _fail(url, name, f"{lead}, which refuses it: {exc.message}{hint}") from None
+        raise option_error(url, name, f"{lead}, which refuses it: {exc.message}{hint}") from None
     return key
 
 
-def _fail(url: str, name: str, message: str) -> BrokerURLError:
-    return BrokerURLError(f"option {name}: {message}", url=url, part=name)
-
-
-def _bool(url: str, name: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise _fail(url, name, f"expected true or false, got {value!r}")
-    return lowered == "true"
-
-
-def _count(url: str, name: str, value: str) -> int:
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise _fail(url, name, f"expected a whole number, got {value!r}") from None
-    if number < 1:
-        raise _fail(url, name, f"must be at least 1, got {number}")
-    return number
+_count = int_value(1)
+"""A count of brokers: at least 1."""

@@ -28,10 +28,14 @@ from ferrymq.client.fanout.member import Member
 from ferrymq.client.fanout.options import FanoutOptions
 from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import (
+    NO_TRAFFIC,
     BrokerEvent,
     ConnectAttempt,
+    Traffic,
     TransportListener,
     TransportStatistics,
+    add_traffic,
+    combined_statistics,
 )
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
 from ferrymq.util.uri import URI, URIError, parse_uri
@@ -71,7 +75,7 @@ class FanoutTransport:
         self._last_url = ""
         self.failovers = self.reconnect_attempts = self.replayed = 0
         self.attempts: deque[ConnectAttempt] = deque(maxlen=ATTEMPT_HISTORY)
-        self._retired = (0, 0, 0, 0, 0)
+        self._retired: Traffic = NO_TRAFFIC
 
     @property
     def remote_url(self) -> str:
@@ -209,7 +213,7 @@ class FanoutTransport:
                 await self._catch_up(member, transport, connected)
                 await member.changed.wait()
         finally:
-            self._retired = _add(self._retired, transport.statistics())
+            self._retired = add_traffic(self._retired, transport.statistics())
             member.transport = member.connected = None
             await transport.close()
 
@@ -382,18 +386,11 @@ class FanoutTransport:
         totals = self._retired
         for member in self.members.values():
             if member.transport is not None:
-                totals = _add(totals, member.transport.statistics())
-        frames, bytes_sent, bytes_received, beats_sent, beats_received = totals
+                totals = add_traffic(totals, member.transport.statistics())
         primary = self.primary.transport if self.primary is not None else None
-        current = primary.statistics() if primary is not None else None
-        return TransportStatistics(
-            frames_sent=frames,
-            bytes_sent=bytes_sent,
-            bytes_received=bytes_received,
-            heart_beats_sent=beats_sent,
-            heart_beats_received=beats_received,
-            send_interval_ms=current.send_interval_ms if current is not None else 0,
-            receive_timeout_ms=current.receive_timeout_ms if current is not None else 0,
+        return combined_statistics(
+            totals,
+            primary.statistics() if primary is not None else None,
             remote_url=self.remote_url,
             failovers=self.failovers,
             reconnect_attempts=self.reconnect_attempts,
@@ -410,21 +407,3 @@ async def _write_all(transport: TcpTransport, commands: Sequence[Command]) -> bo
     except ConnectionClosed:
         return False
     return True
-
-
-def _add(totals: tuple[int, ...], stats: TransportStatistics) -> tuple[int, int, int, int, int]:
-    a, b, c, d, e = (
-        total + count
-        for total, count in zip(
-            totals,
-            (
-                stats.frames_sent,
-                stats.bytes_sent,
-                stats.bytes_received,
-                stats.heart_beats_sent,
-                stats.heart_beats_received,
-            ),
-            strict=True,
-        )
-    )
-    return a, b, c, d, e
