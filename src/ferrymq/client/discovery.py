@@ -41,7 +41,7 @@ from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
 log = logging.getLogger(__name__)
 
 STATIC_AGENT_SCHEMES = frozenset({"static", "simple"})
-PLANNED_AGENT_SCHEMES = frozenset({"zeroconf", "rendezvous", "fabric", "http"})
+PLANNED_AGENT_SCHEMES = frozenset({"http"})
 """ActiveMQ agents FerryMQ has not built yet: refused by name rather than as unknown."""
 AGENT_ENTRY_POINTS = "ferrymq.discovery_agents"
 """The entry-point group naming an ``AgentFactory`` per agent scheme (``multicast = ...``)."""

@@ -136,7 +136,7 @@ def test_bad_options_name_the_option_and_the_url(query: str, part: str, words: s
         ("discovery:(static:(tcp://a:1))?bogus=1", "bogus", "unknown option"),
         ("discovery:(static:(tcp://a:1)?minConnectTime=x)", "minConnectTime", "whole number"),
         ("discovery:(static:(tcp://a:1)?color=red)", "color", "static discovery agent"),
-        ("discovery:(zeroconf:_activemq_development.)", "zeroconf", "not supported yet"),
+        ("discovery:(http://127.0.0.1:8080/discovery)", "http", "not supported yet"),
         ("discovery:(gossip://x)", "gossip", "unknown discovery agent"),
         ("discovery:(static:(tcp://a:1),static:(tcp://b:1))", "discovery", "one agent"),
     ],
