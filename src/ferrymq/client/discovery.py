@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Protocol
@@ -264,6 +264,32 @@ def agent_for(agent_uri: AnyURI, *, url: str) -> DiscoveryAgent:
     return factory(agent_uri, url)
 
 
+GROUP_OPTION = "group"
+"""Seed 002 Table 1.2's ``group``, a ``discovery:`` option that belongs to the agent."""
+
+
+def _with_group(
+    agent_uri: AnyURI, query: Mapping[str, str], *, url: str
+) -> tuple[AnyURI, dict[str, str]]:
+    """Move ``discovery:(agent)?group=G`` onto the agent (ActiveMQ honours ``group`` only
+    inside the agent URI; seed 002 lists it among the discovery options, so both work). The
+    agent's own ``group=`` wins; an agent without groups refuses it as its own option."""
+    rest = dict(query)
+    group = rest.pop(GROUP_OPTION, None)
+    if group is None:
+        return agent_uri, rest
+    if not isinstance(agent_uri, URI):
+        raise BrokerURLError(
+            f"{GROUP_OPTION}= partitions multicast, zeroconf and fabric discovery; "
+            f"a {agent_uri.scheme}: list has no group",
+            url=url,
+            part=GROUP_OPTION,
+        )
+    if GROUP_OPTION in agent_uri.query:
+        return agent_uri, rest
+    return inject(agent_uri, {GROUP_OPTION: group}), rest
+
+
 def discovery_transport(uri: AnyURI, info: ConnectionInfo) -> DiscoveryTransport:
     """Build the transport for a ``discovery:`` URL, checking all of it first."""
     url = uri.raw or str(uri)
@@ -273,8 +299,8 @@ def discovery_transport(uri: AnyURI, info: ConnectionInfo) -> DiscoveryTransport
             url=url,
             part=uri.scheme,
         )
-    options = discovery_options(uri.options, url=url)
-    agent_uri = uri.components[0]
+    agent_uri, query = _with_group(uri.components[0], uri.options, url=url)
+    options = discovery_options(query, url=url)
     if agent_uri.scheme.lower() in STATIC_AGENT_SCHEMES and isinstance(agent_uri, CompositeURI):
         # Check the listed members with what will be injected into them, now.
         check_members(

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from ferrymq.client import BrokerURLError, connect
 from ferrymq.client.commands import ConnectionInfo
+from ferrymq.client.discovery import discovery_transport
 from ferrymq.client.failover import (
     FailoverOptions,
     discovery_options,
@@ -17,6 +18,7 @@ from ferrymq.client.failover import (
 )
 from ferrymq.client.failover.options import OPTION_NAMES, inject, static_agent_options
 from ferrymq.client.failover.urls import failover_transport, masterslave_transport
+from ferrymq.discovery.multicast import MulticastDiscoveryAgent
 from ferrymq.util.uri import URI, parse_uri
 
 URL = "failover:(tcp://a:1,tcp://b:2)"
@@ -139,6 +141,7 @@ def test_bad_options_name_the_option_and_the_url(query: str, part: str, words: s
         ("discovery:(http://127.0.0.1:8080/discovery)", "http", "not supported yet"),
         ("discovery:(gossip://x)", "gossip", "unknown discovery agent"),
         ("discovery:(static:(tcp://a:1),static:(tcp://b:1))", "discovery", "one agent"),
+        ("discovery:(static:(tcp://a:1))?group=g", "group", "has no group"),
     ],
 )
 def test_bad_composite_urls(url: str, part: str, words: str) -> None:
@@ -194,6 +197,26 @@ def test_discovery_options_follow_table_2_3_and_inject_the_rest() -> None:
     )
     assert mixed.failover.initial_reconnect_delay_ms == 100
     assert dict(mixed.discovered) == {"connectionTimeout": "10000", "keepAlive": "1"}
+
+
+def test_discovery_group_option_goes_to_the_agent() -> None:
+    """Seed 002 Table 1.2 lists ``group`` among the discovery options; ActiveMQ reads it only
+    in the agent URI, so FerryMQ moves it there, where the agent's own ``group=`` wins."""
+    moved = discovery_transport(
+        parse_uri(
+            "discovery:(multicast://default?networkInterface=lo)?group=east&reconnectDelay=20"
+        ),
+        ConnectionInfo(),
+    )
+    assert isinstance(moved.agent, MulticastDiscoveryAgent)
+    assert moved.agent.options.group == "east"
+    assert moved.failover.options.reconnect_delay_ms == 20
+    assert "group" not in moved.discovered_options
+    own = discovery_transport(
+        parse_uri("discovery:(multicast://default?group=west)?group=east"), ConnectionInfo()
+    )
+    assert isinstance(own.agent, MulticastDiscoveryAgent)
+    assert own.agent.options.group == "west"
 
 
 def test_static_agent_options_follow_the_reference() -> None:
