@@ -1,0 +1,208 @@
+"""``fabric://GROUP?options``: the registry agent's URI, read strictly.
+
+Fuse Fabric's agent found its registry (ZooKeeper) through the ``zookeeper.url`` and
+``zookeeper.password`` system properties, so the agent URI itself only named the group (seed
+000 Example 2.11, ``fabric://GID``). FerryMQ's registry is a PostgreSQL database, found the same
+way: the ``FERRYMQ_FABRIC_REGISTRY`` environment variable holds its libpq URL (or ``key=value``
+settings) and ``FERRYMQ_FABRIC_PASSWORD`` its password; a ``registry=`` option in the URI wins
+over the variable, for programs that talk to several registries.
+
+A password is refused in the URI: agent URIs are logged (the broker logs what it advertises
+through) and quoted in error messages. It belongs in ``FERRYMQ_FABRIC_PASSWORD``, the
+variable's URL, or libpq's own places (``PGPASSWORD``, ``~/.pgpass``, a service file).
+Messages name the registry as ``postgresql://user@host:port/db``, never with its password.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ferrymq.client.errors import BrokerURLError
+from ferrymq.client.failover.options import (
+    FailoverOptions,
+    bool_value,
+    int_value,
+    multiplier_value,
+    option_error,
+)
+from ferrymq.client.failover.policy import ReconnectPolicy
+from ferrymq.util.uri import URI, AnyURI
+
+REGISTRY_ENV: Final = "FERRYMQ_FABRIC_REGISTRY"
+"""The registry's libpq URL when the URI has no ``registry=`` (Fabric's ``zookeeper.url``)."""
+PASSWORD_ENV: Final = "FERRYMQ_FABRIC_PASSWORD"
+"""The registry's password (Fabric's ``zookeeper.password``); wins over the URL's own."""
+LIBPQ_URL_SCHEMES: Final = ("postgresql://", "postgres://")
+_REGISTRY_VALUE = re.compile(r"(?i)(\bregistry=)[^&)]*")
+
+
+@dataclass(frozen=True, slots=True)
+class FabricOptions:
+    """A fabric agent's settings."""
+
+    group: str
+    """The broker group (``fabric://GROUP``): brokers register under it, clients list it."""
+    registry: str
+    """The registry as messages name it: ``postgresql://user@host:port/db``, no password."""
+    conninfo: str = field(repr=False)
+    """The libpq connection string, password included: never logged."""
+    keep_alive_interval_ms: int = 1000
+    """``keepAliveInterval``: a registered service's lease is renewed this often."""
+    lease_duration_ms: int = 5000
+    """``leaseDuration``: a registration not renewed for this long has expired (by the
+    database's clock): how long a SIGKILLed broker stays listed at most."""
+    poll_interval_ms: int = 1000
+    """``pollInterval``: a listening agent reads the whole group this often, besides the
+    notifications, to see expired leases and anything a lost notification missed."""
+    initial_reconnect_delay_ms: int = 5000
+    """``initialReconnectDelay``: how long a service reported failed is not announced again."""
+    max_reconnect_delay_ms: int = 30_000
+    """``maxReconnectDelay``: the longest such wait."""
+    use_exponential_back_off: bool = False
+    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
+    back_off_multiplier: float = 2.0
+    """``backOffMultiplier``."""
+    max_reconnect_attempts: int = 0
+    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
+    after N failures until it leaves the registry and comes back."""
+
+    @property
+    def uri(self) -> str:
+        """The agent as messages name it: ``fabric://GROUP`` (no registry, no password)."""
+        return f"fabric://{self.group}"
+
+    def hold_back_ms(self, failures: int) -> int:
+        """How long a service that failed ``failures`` times in a row is held back: the
+        failover transport's back-off rule, as the multicast and static agents use it."""
+        policy = ReconnectPolicy(
+            FailoverOptions(
+                initial_reconnect_delay_ms=self.initial_reconnect_delay_ms,
+                max_reconnect_delay_ms=self.max_reconnect_delay_ms,
+                use_exponential_back_off=self.use_exponential_back_off,
+                back_off_multiplier=self.back_off_multiplier,
+            )
+        )
+        return min(policy.back_off_ms(max(failures, 1), startup=False), self.max_reconnect_delay_ms)
+
+
+# URL option name -> (FabricOptions field, value parser)
+_OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
+    "keepAliveInterval": ("keep_alive_interval_ms", int_value(1)),
+    "leaseDuration": ("lease_duration_ms", int_value(1)),
+    "pollInterval": ("poll_interval_ms", int_value(1)),
+    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
+    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
+    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
+    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
+    "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
+}
+OPTION_NAMES: Final = frozenset({*_OPTIONS, "registry"})
+
+
+def fabric_options(
+    agent_uri: AnyURI, *, url: str, environ: Mapping[str, str] | None = None
+) -> FabricOptions:
+    """Read ``fabric://GROUP?options`` (and, for the registry, ``environ``); anything unknown
+    or malformed raises ``BrokerURLError`` naming it, without any password."""
+    env: Mapping[str, str] = environ if environ is not None else {}
+    given = agent_uri.query.get("registry")
+    if given is not None and not _safe_to_show(given):
+        url = _REGISTRY_VALUE.sub(r"\1<hidden>", url)
+    if not isinstance(agent_uri, URI) or not agent_uri.host or agent_uri.host is None:
+        raise BrokerURLError(
+            "fabric: names a broker group: fabric://GROUP", url=url, part=agent_uri.scheme
+        )
+    if agent_uri.port is not None or agent_uri.path not in ("", "/") or agent_uri.userinfo:
+        raise BrokerURLError(
+            "fabric: takes a group name only (fabric://GROUP?options); the registry comes "
+            f"from registry= or {REGISTRY_ENV}",
+            url=url,
+            part=agent_uri.host,
+        )
+    changes: dict[str, Any] = {}
+    for name, value in agent_uri.query.items():
+        if name == "registry":
+            continue
+        spec = _OPTIONS.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(_OPTIONS))}"
+            raise option_error(url, name, f"unknown fabric discovery agent option ({hint})")
+        target, parse = spec
+        changes[target] = parse(url, name, value)
+    conninfo, registry = _registry(given, env, url)
+    options = replace(FabricOptions(agent_uri.host, registry, conninfo), **changes)
+    if options.lease_duration_ms <= options.keep_alive_interval_ms:
+        raise option_error(
+            url,
+            "leaseDuration",
+            f"{options.lease_duration_ms} ms must be longer than keepAliveInterval "
+            f"{options.keep_alive_interval_ms} ms, or leases lapse between renewals",
+        )
+    return options
+
+
+def _safe_to_show(conninfo: str) -> bool:
+    """Whether a ``registry=`` value may appear in a message: parseable, without password."""
+    try:
+        return "password" not in conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return False
+
+
+def _registry(given: str | None, env: Mapping[str, str], url: str) -> tuple[str, str]:
+    """The libpq connection string (with ``FERRYMQ_FABRIC_PASSWORD``) and its description."""
+    if given is not None:
+        source, text = "option registry", given
+    elif env.get(REGISTRY_ENV, "").strip():
+        source, text = f"{REGISTRY_ENV} (environment)", env[REGISTRY_ENV]
+    else:
+        raise BrokerURLError(
+            "fabric: no registry: give registry=postgresql://HOST:PORT/DATABASE or set "
+            f"{REGISTRY_ENV} (a password goes in {PASSWORD_ENV}, PGPASSWORD or ~/.pgpass)",
+            url=url,
+            part="registry",
+        )
+    text = text.strip()
+    if not text:
+        raise BrokerURLError(f"{source}: empty", url=url, part="registry")
+    if "://" in text and not text.startswith(LIBPQ_URL_SCHEMES):
+        raise BrokerURLError(
+            f"{source}: the registry is a PostgreSQL database: expected "
+            "postgresql://[USER@]HOST[:PORT]/DATABASE or libpq key=value settings",
+            url=url,
+            part="registry",
+        )
+    try:
+        params = conninfo_to_dict(text)
+    except psycopg.ProgrammingError:
+        # libpq's message may quote the text, password and all.
+        raise BrokerURLError(
+            f"{source}: not a valid libpq connection string", url=url, part="registry"
+        ) from None
+    if given is not None and "password" in params:
+        raise BrokerURLError(
+            "option registry: the URI holds a password, and agent URIs are logged: put it in "
+            f"{PASSWORD_ENV}, PGPASSWORD or ~/.pgpass instead",
+            url=url,
+            part="registry",
+        )
+    password = env.get(PASSWORD_ENV)
+    conninfo = make_conninfo(text, password=password) if password else make_conninfo(text)
+    return conninfo, describe_registry(params)
+
+
+def describe_registry(params: Mapping[str, Any]) -> str:
+    """``postgresql://user@host:port/db`` from libpq settings, for messages: no password;
+    what libpq would take from its environment shows as missing."""
+    user = f"{params['user']}@" if params.get("user") else ""
+    host = params.get("host") or params.get("hostaddr") or "(libpq default host)"
+    port = f":{params['port']}" if params.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{params.get('dbname') or ''}"

@@ -1,0 +1,66 @@
+"""What the fabric tests share: a registry in the test's own PostgreSQL schema (the session's
+real server, ``tests.postgres``), agent URIs on it, and agents that stop when the test ends.
+
+The URIs carry ``registry=`` without the password, which ``FERRYMQ_FABRIC_PASSWORD`` holds (the
+fixture sets it), the way a deployment keeps it out of logged URIs; ``environment_url`` is the
+``FERRYMQ_FABRIC_REGISTRY`` form, password included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from ferrymq.client import DiscoveryListener
+from ferrymq.client.discovery import agent_for
+from ferrymq.discovery.fabric import FabricDiscoveryAgent
+from ferrymq.util.uri import parse_uri
+from tests.postgres import PostgresDatabase
+
+FAST = {"keepAliveInterval": "100", "leaseDuration": "1000", "pollInterval": "100"}
+"""Test timings: renew every 100 ms, expire after 1 s, read the group every 100 ms."""
+
+
+@dataclass(frozen=True)
+class RegistrySchema:
+    database: PostgresDatabase
+
+    def url(self, *, port: int | None = None, password: bool = False) -> str:
+        """The libpq URL of the test's schema, by default without the password."""
+        server = self.database.server
+        secret = f":{server.password}" if password else ""
+        return (
+            f"postgresql://{server.username}{secret}@127.0.0.1:{port or server.port}/"
+            f"{self.database.database}?options=-c%20search_path%3D{self.database.schema}"
+        )
+
+    def agent_uri(self, group: str, *, port: int | None = None, **options: str) -> str:
+        """``fabric://GROUP?registry=...`` with the test timings, overridden by ``options``."""
+        query = {"registry": quote(self.url(port=port), safe=":/@"), **FAST, **options}
+        return f"fabric://{group}?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+    def rows(self, group: str) -> list[tuple[str, str, bool]]:
+        """(service, registrant, alive) of every row of ``group``, straight from the table."""
+        with self.database.connect() as db:
+            return db.execute(
+                "SELECT service_uri, registrant, expires_at > clock_timestamp() "
+                "FROM ferrymq_fabric_services WHERE group_name = %s ORDER BY service_uri",
+                (group,),
+            ).fetchall()
+
+
+@asynccontextmanager
+async def running_agent(
+    uri: str, *services: str, listener: DiscoveryListener | None = None
+) -> AsyncIterator[FabricDiscoveryAgent]:
+    agent = agent_for(parse_uri(uri), url=uri)
+    assert isinstance(agent, FabricDiscoveryAgent)
+    for service in services:
+        agent.register_service(service)
+    await agent.start(listener)
+    try:
+        yield agent
+    finally:
+        await agent.stop()
