@@ -13,9 +13,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
 
+import pytest
+
 from ferrymq.client import DiscoveryListener
 from ferrymq.client.discovery import agent_for
 from ferrymq.discovery.fabric import FabricDiscoveryAgent
+from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
 from ferrymq.util.uri import parse_uri
 from tests.postgres import PostgresDatabase
 
@@ -49,6 +52,14 @@ class RegistrySchema:
                 "FROM ferrymq_fabric_services WHERE group_name = %s ORDER BY service_uri",
                 (group,),
             ).fetchall()
+
+
+def registry_schema(database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch) -> RegistrySchema:
+    """The test's registry, with ``FERRYMQ_FABRIC_PASSWORD`` set (for this process and the
+    broker processes it starts) and no ``FERRYMQ_FABRIC_REGISTRY``."""
+    monkeypatch.setenv(PASSWORD_ENV, database.server.password)
+    monkeypatch.delenv(REGISTRY_ENV, raising=False)
+    return RegistrySchema(database)
 
 
 @asynccontextmanager

@@ -20,7 +20,7 @@ from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
 from ferrymq.testing import free_port
 from ferrymq.testing.network import wait_until
 from tests.client.failover.proxy import Proxy
-from tests.discovery.fabric_registry import RegistrySchema, running_agent
+from tests.discovery.fabric_registry import RegistrySchema, registry_schema, running_agent
 from tests.discovery.test_multicast_agent import _AGENT_PROCESS, WAIT_S, Recorder
 from tests.postgres import PostgresDatabase
 
@@ -34,9 +34,7 @@ A, B, C = "stomp://127.0.0.1:1001", "stomp://127.0.0.1:1002", "stomp://127.0.0.1
 def registry(
     postgres_database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> RegistrySchema:
-    monkeypatch.setenv(PASSWORD_ENV, postgres_database.server.password)
-    monkeypatch.delenv(REGISTRY_ENV, raising=False)
-    return RegistrySchema(postgres_database)
+    return registry_schema(postgres_database, monkeypatch)
 
 
 async def test_a_listener_started_later_knows_the_registered_brokers_before_start_returns(

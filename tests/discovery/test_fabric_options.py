@@ -137,6 +137,7 @@ def test_without_a_registry_the_message_says_where_to_give_one() -> None:
         ("fabric://g?registry=zookeeper://zk:2181", "registry", "PostgreSQL"),
         ("fabric://g?registry=jdbc:postgresql://h/db", "registry", "postgresql://"),
         ("fabric://g?registry=nonsense", "registry", "not a valid libpq"),
+        ("fabric://g?group=other", "group", "names another"),
     ],
 )
 def test_bad_uris_are_refused_naming_the_part(url: str, part: str, words: str) -> None:
@@ -155,3 +156,8 @@ async def test_a_discovery_url_and_agent_for_reach_the_agent_through_its_entry_p
     assert (agent.name, agent.options.lease_duration_ms) == ("fabric://nwBrokers", 3000)
     with pytest.raises(BrokerURLError, match="option pollInteval"):
         await connect("discovery:(fabric://nwBrokers?pollInteval=5)")
+    # Seed 002 Table 1.2's group= on the discovery: URL reaches the agent: the same group, or
+    # an error.
+    assert options("fabric://nwBrokers?group=nwBrokers").group == "nwBrokers"
+    with pytest.raises(BrokerURLError, match="group=east names another"):
+        await connect("discovery:(fabric://nwBrokers)?group=east")

@@ -103,7 +103,7 @@ _OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
     "backOffMultiplier": ("back_off_multiplier", multiplier_value),
     "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
 }
-OPTION_NAMES: Final = frozenset({*_OPTIONS, "registry"})
+OPTION_NAMES: Final = frozenset({*_OPTIONS, "registry", "group"})
 
 
 def fabric_options(
@@ -130,6 +130,9 @@ def fabric_options(
     for name, value in agent_uri.query.items():
         if name == "registry":
             continue
+        if name == "group":
+            _same_group(agent_uri.host, value, url)
+            continue
         spec = _OPTIONS.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
@@ -147,6 +150,18 @@ def fabric_options(
             f"{options.keep_alive_interval_ms} ms, or leases lapse between renewals",
         )
     return options
+
+
+def _same_group(host: str, group: str, url: str) -> None:
+    """``group=`` (seed 002 Table 1.2's option, which a ``discovery:`` URL hands on to its
+    agent) may repeat the group ``fabric://GROUP`` names, never name another."""
+    if group != host:
+        raise option_error(
+            url,
+            "group",
+            f"fabric://{host} is the group {host!r}; group={group} names another "
+            "(a group= on the discovery: URL reaches the agent too)",
+        )
 
 
 def _safe_to_show(conninfo: str) -> bool:
