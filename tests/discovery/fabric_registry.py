@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
 
+import psycopg
 import pytest
 
 from ferrymq.client import DiscoveryListener
@@ -45,13 +46,21 @@ class RegistrySchema:
         return f"fabric://{group}?" + "&".join(f"{k}={v}" for k, v in query.items())
 
     def rows(self, group: str) -> list[tuple[str, str, bool]]:
-        """(service, registrant, alive) of every row of ``group``, straight from the table."""
+        """(service, registrant, alive) of every row of ``group``, straight from the table
+        (none while it does not exist)."""
         with self.database.connect() as db:
-            return db.execute(
-                "SELECT service_uri, registrant, expires_at > clock_timestamp() "
-                "FROM ferrymq_fabric_services WHERE group_name = %s ORDER BY service_uri",
-                (group,),
-            ).fetchall()
+            try:
+                return db.execute(
+                    "SELECT service_uri, registrant, expires_at > clock_timestamp() "
+                    "FROM ferrymq_fabric_services WHERE group_name = %s ORDER BY service_uri",
+                    (group,),
+                ).fetchall()
+            except psycopg.errors.UndefinedTable:
+                return []
+
+    def alive(self, group: str) -> list[str]:
+        """The services of ``group`` with an unexpired lease."""
+        return [service for service, _, alive in self.rows(group) if alive]
 
 
 def registry_schema(database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch) -> RegistrySchema:

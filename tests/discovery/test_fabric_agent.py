@@ -218,7 +218,7 @@ async def test_an_outage_of_the_registry_empties_no_list_and_ends_in_re_registra
             await asyncio.sleep(2.5)  # over two leases: A's lease lapses as well
             assert listener.services == {A, B}  # nobody removed while the registry is away
             assert not client.statistics().connected
-            assert [r[0] for r in registry.rows("g") if r[2]] == []
+            assert registry.alive("g") == []
             await proxy.start()  # the registry is back, on the same address
             back = asyncio.get_running_loop().time()
             await wait_until(
@@ -286,3 +286,18 @@ async def test_the_environment_names_the_registry_password_included(
     ):
         assert listener.services == {A}
         assert registry.database.server.password not in agent.statistics().registry
+
+
+async def test_a_table_dropped_under_running_agents_is_created_again(
+    registry: RegistrySchema, caplog: pytest.LogCaptureFixture
+) -> None:
+    uri = registry.agent_uri("g")
+    listener = Recorder()
+    async with running_agent(uri, A) as broker, running_agent(uri, listener=listener):
+        assert listener.services == {A}
+        with registry.database.connect() as db:
+            db.execute("DROP TABLE ferrymq_fabric_services")
+        await wait_until(lambda: registry.alive("g") == [A], WAIT_S, "A to register again")
+        assert broker.statistics().outages == 1
+        assert listener.services == {A}  # never removed: the listener's view had not settled
+    assert caplog.text.count('ferrymq_fabric_services" does not exist') == 2  # once an agent

@@ -44,6 +44,9 @@ FIRST_RETRY_MS: Final = 100
 """The first wait after the registry failed; it doubles up to ``keepAliveInterval``."""
 SWEEP_AFTER_LEASES: Final = 10
 """A registrant deletes rows of its group that expired this many leases ago (once a lease)."""
+OUTAGE_REMINDER_S: Final = 60.0
+"""While the registry keeps failing, a warning says so this often (the attempts in between are
+logged at debug level)."""
 STOP_WAIT_S: Final = 2.0
 """How long ``stop`` waits for the keeper before closing the registry connection under it."""
 
@@ -81,12 +84,15 @@ class FabricDiscoveryAgent:
         self._renew_at = self._poll_at = self._sweep_at = self._settled_at = 0.0
         self._contested: set[str] = set()
         self._outage_since: float | None = None
+        self._outage_reported = 0.0
+        self._failures = 0
+        """Failed attempts in a row (connecting, or a round of work)."""
         self._outages = self._notifications = self._polls = 0
 
     # ---- DiscoveryAgent ----
 
     def register_service(self, uri: str) -> None:
-        """Advertise ``uri``; after ``start``, within one ``keepAliveInterval``."""
+        """Advertise ``uri`` (called after ``start``: at the agent's next round)."""
         self._own[uri] = None
         self._renew_at = 0.0
 
@@ -172,21 +178,19 @@ class FabricDiscoveryAgent:
     async def _keep(self) -> None:
         """Renew, poll and listen for ever; through outages, reconnect with back-off."""
         loop = asyncio.get_running_loop()
-        failures = 0
         while True:
             try:
                 if self._registry is None:
                     async with asyncio.timeout(self._timeout_s):
                         self._registry = await self._open()
-                    self._recovered(loop.time())
-                failures = 0
+                    self._reconnected(loop.time())
                 await self._serve(self._registry)
             except REGISTRY_ERRORS as exc:
-                failures += 1
-                self._outage(exc, failures, loop.time())
+                self._failures += 1
+                self._outage(exc, loop.time())
                 await self._drop()
-                delay_ms = min(FIRST_RETRY_MS * 2 ** min(failures - 1, 20), self._retry_cap_ms)
-                await asyncio.sleep(delay_ms / 1000)
+                exponent = min(self._failures - 1, 20)
+                await asyncio.sleep(min(FIRST_RETRY_MS * 2**exponent, self._retry_cap_ms) / 1000)
 
     @property
     def _retry_cap_ms(self) -> int:
@@ -197,6 +201,8 @@ class FabricDiscoveryAgent:
         while True:
             async with asyncio.timeout(self._timeout_s):
                 await self._work(registry)
+            if self._outage_since is not None:
+                self._recovered(loop.time())
             wait_s = max(0.0, self._next_due() - loop.time())
             if self._listener is None:
                 await asyncio.sleep(wait_s)
@@ -283,27 +289,44 @@ class FabricDiscoveryAgent:
         elif self._services.deregistered(notification.uri):
             self._tell(Changes(removed=(notification.uri,)))
 
-    def _outage(self, exc: BaseException, failures: int, now: float) -> None:
+    def _outage(self, exc: BaseException, now: float) -> None:
+        """Log the first failure of an outage, and a reminder now and then while it lasts."""
+        reason = _reason(exc)
         if self._outage_since is None:
-            self._outage_since = now
+            self._outage_since = self._outage_reported = now
             self._outages += 1
             log.warning(
                 "%s: the registry %s failed: %s; retrying every %d ms at most (the brokers "
                 "known stay known; own leases lapse after %d ms)",
                 self.name,
                 self.options.registry,
-                _reason(exc),
+                reason,
                 self._retry_cap_ms,
                 self.options.lease_duration_ms,
             )
+        elif now - self._outage_reported >= OUTAGE_REMINDER_S:
+            self._outage_reported = now
+            log.warning(
+                "%s: the registry %s still fails after %.0f s (%d attempts): %s",
+                self.name,
+                self.options.registry,
+                now - self._outage_since,
+                self._failures,
+                reason,
+            )
         else:
-            log.debug("%s: registry attempt %d failed: %s", self.name, failures, _reason(exc))
+            log.debug("%s: registry attempt %d failed: %s", self.name, self._failures, reason)
 
-    def _recovered(self, now: float) -> None:
-        since, self._outage_since = self._outage_since, None
-        # Every lease may have lapsed meanwhile: remove nobody until the live ones are renewed.
+    def _reconnected(self, now: float) -> None:
+        """A new connection after a failure: work at once, and since every lease may have
+        lapsed meanwhile, remove nobody until the live brokers had a lease to renew theirs."""
         self._settled_at = now + self.options.lease_duration_ms / 1000
         self._renew_at = self._poll_at = now
+
+    def _recovered(self, now: float) -> None:
+        """The first round that worked after an outage."""
+        since, self._outage_since = self._outage_since, None
+        self._failures = 0
         if since is not None:
             log.info(
                 "%s: the registry %s is back after %.1f s",

@@ -11,9 +11,9 @@ commits. Renewals send none: a listener sees a lease lapse on its next poll.
 The table is created on first use, under an advisory lock, so brokers starting together do not
 race each other's ``CREATE TABLE`` (which PostgreSQL does not make safe on its own even with
 ``IF NOT EXISTS``). It lives in the connection's ``search_path`` (choose a schema with the
-libpq option ``options=-c search_path=NAME``); the channel is named after the table's oid and a
-hash of the group, so registries in different schemas of one database, and different groups,
-never hear each other.
+libpq option ``options=-c search_path=NAME``); the channel is named after a hash of the table's
+schema and the group, so registries in different schemas of one database, and different groups,
+never hear each other, and a table dropped and created again keeps its channels.
 """
 
 from __future__ import annotations
@@ -119,9 +119,9 @@ class RegistryConnection:
             await connection.execute(
                 "SELECT set_config('statement_timeout', %s, false)", (str(timeout_ms),)
             )
-            oid = await cls._table(connection)
-            digest = hashlib.sha256(group.encode()).hexdigest()[:16]
-            registry = cls(connection, f"ferrymq_fabric_{oid}_{digest}")
+            schema = await cls._table(connection)
+            digest = hashlib.sha256(f"{schema}\0{group}".encode()).hexdigest()[:32]
+            registry = cls(connection, f"ferrymq_fabric_{digest}")
             if listen:
                 await connection.execute(
                     sql.SQL("LISTEN {}").format(sql.Identifier(registry.channel))
@@ -132,18 +132,18 @@ class RegistryConnection:
         return registry
 
     @staticmethod
-    async def _table(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> int:
-        """The table's oid, after creating it if need be."""
-        oid = await _table_oid(connection)
-        if oid is None:
+    async def _table(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> str:
+        """The schema of the table, after creating it if need be."""
+        schema = await _table_schema(connection)
+        if schema is None:
             async with connection.transaction():
                 await connection.execute(SCHEMA_LOCK)
                 await connection.execute(CREATE_TABLE)
                 await connection.execute(COMMENT)
-            oid = await _table_oid(connection)
-        if oid is None:  # created in a schema outside the search_path?
+            schema = await _table_schema(connection)
+        if schema is None:  # created in a schema outside the search_path?
             raise psycopg.errors.UndefinedTable(f"{TABLE} is not on the search_path")
-        return oid
+        return schema
 
     async def close(self) -> None:
         await self.connection.close()
@@ -221,6 +221,10 @@ class RegistryConnection:
         return rows
 
 
-async def _table_oid(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> int | None:
-    row = await (await connection.execute(f"SELECT to_regclass('{TABLE}')::oid")).fetchone()
-    return None if row is None or row[0] is None else int(row[0])
+async def _table_schema(connection: psycopg.AsyncConnection[tuple[Any, ...]]) -> str | None:
+    """The schema the search_path finds the table in, or None if it finds none."""
+    query = (
+        f"SELECT relnamespace::regnamespace::text FROM pg_class WHERE oid = to_regclass('{TABLE}')"
+    )
+    row = await (await connection.execute(query)).fetchone()
+    return None if row is None else str(row[0])
