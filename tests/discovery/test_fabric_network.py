@@ -1,8 +1,7 @@
-"""Brokers with fabric agents: ``<networkConnector uri="fabric://GROUP?...">`` on brokers that
-register in one group forms the complete graph, as with multicast (seed 001 chapter 6), drops a
-broker that stops (its deregistration is notified) and bridges to it again when it returns; a
-listener whose ``discoveryUri`` cannot reach its registry keeps the broker from starting, with a
-message naming the registry but not its password."""
+"""Brokers with fabric agents: ``<networkConnector uri="fabric://GROUP?...">`` bridges the
+brokers registered in its group and no other, drops a broker that deregisters and bridges to it
+again when it returns; a listener whose ``discoveryUri`` cannot reach its registry keeps the
+broker from starting, with a message naming the registry but not its password."""
 
 from __future__ import annotations
 
@@ -20,32 +19,34 @@ from tests.network.test_multicast_network import mesh_member, remote_brokers
 from tests.postgres import PostgresDatabase
 
 
-async def test_fabric_connectors_form_and_repair_a_complete_graph(
+async def test_fabric_connectors_bridge_the_brokers_of_their_group_only(
     tmp_path: Path, postgres_database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     registry = registry_schema(postgres_database, monkeypatch)
-    agent_uri = registry.agent_uri("mesh", initialReconnectDelay="200").replace("&", "&amp;")
     net = BrokerNetwork(tmp_path)
-    for name in ("A", "B", "C"):
-        mesh_member(net, name, agent_uri)
+    for name, group in (("A", "east"), ("B", "east"), ("C", "west")):
+        agent_uri = registry.agent_uri(group, initialReconnectDelay="200")
+        mesh_member(net, name, agent_uri.replace("&", "&amp;"))
+
+    def bridged() -> dict[str, set[str]]:
+        return {name: remote_brokers(net, name) for name in "ABC"}
+
     async with net:
+        await wait_until(
+            lambda: bridged() == {"A": {"B"}, "B": {"A"}, "C": set()}, WAIT_S, "A-B, not C"
+        )
+        async with connect(net.url("B")) as consumer:
+            subscription = await consumer.subscribe("/queue/east")
+            await net.wait_for_demand("A", "queue://east")
+            (sent,) = await net.produce("A", "/queue/east", 1)
+            assert (await subscription.get(timeout=WAIT_S)).text == sent
 
-        def complete(names: str) -> bool:
-            return all(remote_brokers(net, n) == set(names) - {n} for n in names)
-
-        await wait_until(lambda: complete("ABC"), WAIT_S, "the complete graph A-B-C")
-        async with connect(net.url("C")) as consumer:
-            subscription = await consumer.subscribe("/queue/mesh")
-            await net.wait_for_demand("A", "queue://mesh")
-            await net.produce("A", "/queue/mesh", 20)
-            bodies = [(await subscription.get(timeout=WAIT_S)).text for _ in range(20)]
-            assert len(set(bodies)) == 20
-
-        await net.stop("B")  # a clean stop: B deregisters, and A and C hear it
-        await wait_until(lambda: complete("AC"), WAIT_S, "A and C to drop B")
+        await net.stop("B")  # deregisters: A hears it, and bridges to nobody
+        assert registry.alive("east") == [f"stomp://127.0.0.1:{net.ports['A']}"]
+        await wait_until(lambda: remote_brokers(net, "A") == set(), WAIT_S, "A to drop B")
         await net.start("B")
-        await wait_until(lambda: complete("ABC"), WAIT_S, "B to rejoin the graph")
-    assert registry.rows("mesh") == []  # every broker deregistered as it stopped
+        await wait_until(lambda: bridged()["A"] == {"B"}, WAIT_S, "B to be bridged again")
+    assert registry.rows("east") == registry.rows("west") == []  # all deregistered
 
 
 async def test_a_broker_whose_registry_is_unreachable_does_not_start(

@@ -347,16 +347,12 @@ class FabricDiscoveryAgent:
         listener = self._listener
         if listener is None:
             return
-        for uri in changes.removed:
-            log.info("%s: %s is gone", self.name, uri)
+        told = [(uri, "dropped", listener.on_service_remove) for uri in changes.removed]
+        told += [(uri, "discovered", listener.on_service_add) for uri in changes.added]
+        for uri, what, tell in told:
+            log.info("%s: %s %s", self.name, what, uri)
             try:
-                listener.on_service_remove(uri)
-            except Exception:
-                log.exception("%s: the listener failed on %s", self.name, uri)
-        for uri in changes.added:
-            log.info("%s: discovered %s", self.name, uri)
-            try:
-                listener.on_service_add(uri)
+                tell(uri)
             except Exception:
                 log.exception("%s: the listener failed on %s", self.name, uri)
 
