@@ -16,10 +16,8 @@ import logging
 import os
 import socket
 import struct
-import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 
 import pytest
 
@@ -30,8 +28,12 @@ from ferrymq.discovery.multicast import MulticastDiscoveryAgent, open_socket
 from ferrymq.discovery.multicast_options import multicast_options
 from ferrymq.testing.network import wait_until
 from ferrymq.util.uri import parse_uri
+from tests.discovery import agents
+from tests.discovery.agents import WAIT_S as WAIT_S  # re-exported: older tests import them here
+from tests.discovery.agents import Recorder as Recorder
+from tests.discovery.agents import advertising_process
 
-WAIT_S = 15.0
+_AGENT_PROCESS = agents.AGENT_PROCESS
 _tests = itertools.count()
 
 
@@ -58,58 +60,10 @@ def with_group(uri: str, group: str) -> str:
     return uri.replace(f"group={options.group}", f"group={group}")
 
 
-class Recorder:
-    """A discovery listener that keeps what it was told, with the event loop's time."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, float]] = []
-        self._changed = asyncio.Event()
-
-    def on_service_add(self, uri: str) -> None:
-        self._record("add", uri)
-
-    def on_service_remove(self, uri: str) -> None:
-        self._record("remove", uri)
-
-    def _record(self, what: str, uri: str) -> None:
-        self.events.append((what, uri, asyncio.get_running_loop().time()))
-        self._changed.set()
-
-    @property
-    def services(self) -> set[str]:
-        known: set[str] = set()
-        for what, uri, _ in self.events:
-            (known.add if what == "add" else known.discard)(uri)
-        return known
-
-    def last(self, what: str, uri: str) -> float:
-        return max(at for kind, service, at in self.events if (kind, service) == (what, uri))
-
-    async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
-        """Until ``predicate`` holds, woken by each event; fails after ``WAIT_S``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT_S
-        while not predicate():
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
-            except TimeoutError:
-                raise AssertionError(f"timed out waiting for {what}: {self.events}") from None
-
-
-@asynccontextmanager
-async def running_agent(
+def running_agent(
     uri: str, *services: str, listener: DiscoveryListener | None = None
-) -> AsyncIterator[MulticastDiscoveryAgent]:
-    agent = agent_for(parse_uri(uri), url=uri)
-    assert isinstance(agent, MulticastDiscoveryAgent)
-    for service in services:
-        agent.register_service(service)
-    await agent.start(listener)
-    try:
-        yield agent
-    finally:
-        await agent.stop()
+) -> AbstractAsyncContextManager[MulticastDiscoveryAgent]:
+    return agents.running_agent(MulticastDiscoveryAgent, uri, *services, listener=listener)
 
 
 def sender_socket(uri: str) -> tuple[socket.socket, tuple[str, int]]:
@@ -211,40 +165,13 @@ async def test_a_stalled_event_loop_does_not_expire_the_agents_sharing_it() -> N
     assert [what for what, _, _ in listener.events] == ["add", "remove"]  # the remove: dead
 
 
-_AGENT_PROCESS = """
-import asyncio, sys
-from ferrymq.client import DiscoveryListener
-from ferrymq.client.discovery import agent_for
-from ferrymq.util.uri import parse_uri
-
-async def main():
-    url, service = sys.argv[1], sys.argv[2]
-    agent = agent_for(parse_uri(url), url=url)
-    agent.register_service(service)
-    await agent.start(None)
-    print("advertising", flush=True)
-    await asyncio.Event().wait()
-
-asyncio.run(main())
-"""
-
-
 async def test_an_advertising_process_killed_with_sigkill_expires() -> None:
     uri = fresh_agent_uri(keep_alive_ms=100)
     listener = Recorder()
     async with running_agent(uri, listener=listener):
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _AGENT_PROCESS, uri, "stomp://127.0.0.1:6001",
-            stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(process.stdout.readline(), WAIT_S)
-            assert line == b"advertising\n"
+        async with advertising_process(uri, "stomp://127.0.0.1:6001") as process:
             await listener.wait_for(lambda: bool(listener.services), "the other process")
-        finally:
             process.kill()
-            await process.wait()
         killed = asyncio.get_running_loop().time()
         await listener.wait_for(lambda: not listener.services, "the killed process to expire")
     assert listener.last("remove", "stomp://127.0.0.1:6001") - killed > 0.8

@@ -92,7 +92,9 @@ def test_the_transport_options_of_seed_002_are_ignored_with_a_log_line(
             "either interface or networkInterface",
         ),
         ("multicast://10.0.0.1:6155", "10.0.0.1", "not a multicast address"),
-        ("multicast://brokers.example.com", "brokers.example.com", "IPv4 multicast"),
+        ("multicast://10.0.0.300", "10.0.0.300", "not an IPv4 address"),
+        ("multicast://[ff02::1]:6155", "ff02::1", "IPv6 group addresses are not supported"),
+        ("multicast://default?zeroconf=maybe", "zeroconf", "true or false"),
         ("multicast://default:0", "0", "port 0"),
         ("multicast://default/x", "/x", "no path"),
     ],
@@ -103,6 +105,18 @@ def test_bad_agent_uris_are_refused_naming_the_part(url: str, part: str, words: 
     assert caught.value.part == part
     assert words in str(caught.value)
     assert url in str(caught.value)
+
+
+def test_a_host_that_is_a_name_is_a_group_on_the_default_address() -> None:
+    """Seed 000 Example 2.19 (seed 001 Example 8.10): ``multicast://NEGroup``."""
+    read = options("multicast://NEGroup")
+    assert (read.address, read.port, read.group) == ("239.255.2.3", 6155, "NEGroup")
+    assert read == MulticastOptions(group="NEGroup")
+    assert options("multicast://NEGroup:6255").port == 6255
+    assert options("multicast://NEGroup?group=other").group == "other"  # group= wins
+    assert options("multicast://brokers.example.com").group == "brokers.example.com"
+    assert options("multicast://default").zeroconf is None  # a twin when it can
+    assert options("multicast://default?zeroconf=false").zeroconf is False
 
 
 def test_the_same_interface_under_both_names_is_accepted() -> None:

@@ -233,16 +233,21 @@ class MulticastDiscoveryAgent:
             self._closed.set_result(None)
 
     def _tell(self, uri: str, *, added: bool) -> None:
-        listener = self._listener
-        if listener is None:
-            return
-        try:
-            if added:
-                listener.on_service_add(uri)
-            else:
-                listener.on_service_remove(uri)
-        except Exception:
-            log.exception("%s: the listener failed on %s", self.name, uri)
+        tell(self._listener, uri, added=added, name=self.name)
+
+
+def tell(listener: DiscoveryListener | None, uri: str, *, added: bool, name: str) -> None:
+    """Tell an agent's listener (if any) that ``uri`` came or went; a listener that raises is
+    logged, and the agent goes on."""
+    if listener is None:
+        return
+    try:
+        if added:
+            listener.on_service_add(uri)
+        else:
+            listener.on_service_remove(uri)
+    except Exception:
+        log.exception("%s: the listener failed on %s", name, uri)
 
 
 class _Endpoint(asyncio.DatagramProtocol):

@@ -1,9 +1,12 @@
 """``multicast://ADDRESS:PORT?options``: the multicast agent's URI, read strictly.
 
 The host ``default`` is ActiveMQ's ``239.255.2.3`` and a missing port is ``6155`` (reference
-§3.4); the address must be an IPv4 multicast address. The options are ActiveMQ 5.17's
-``MulticastDiscoveryAgent`` setters, at its defaults, plus ``datagramSize`` from seed 002
-Table 1.3. Decisions where the sources disagree or say nothing:
+§3.4); an address must be an IPv4 multicast address. Any other host is a group name on the
+default address: seed 000 Example 2.19 (and seed 001 Example 8.10) advertise a broker with
+``multicast://NEGroup`` for clients of ``zeroconf://NEGroup``, so ``multicast://NAME`` means
+``multicast://default?group=NAME`` (a ``group=`` option still wins). The options are ActiveMQ
+5.17's ``MulticastDiscoveryAgent`` setters, at its defaults, plus ``datagramSize`` from seed 002
+Table 1.3 and FerryMQ's ``zeroconf``. Decisions where the sources disagree or say nothing:
 
 * ``timeToLive`` defaults to 1 (ActiveMQ's code) rather than seed 002's -1, which came from the
   multicast *transport*; -1 is accepted and leaves the system default (1 on Linux).
@@ -19,19 +22,29 @@ Table 1.3. Decisions where the sources disagree or say nothing:
   (``minimumWireFormatVersion``, ``trace``, ``useLocalHost``, ``wireFormat``, ``wireFormat.*``)
   are accepted and ignored, with a log line; any other unknown option is refused, naming it
   (ActiveMQ ignores unknown options silently).
+* ``zeroconf`` (FerryMQ's): whether a broker advertising through this URI also registers the
+  service over mDNS in the same group (``ferrymq.discovery.zeroconf.mdns_twin``), which is what
+  the seeds' ``zeroconf://GROUP`` clients find. Unset, it does so when the group and the
+  service URI can be mDNS names; ``true`` requires it, ``false`` turns it off. It changes
+  nothing for an agent that only listens.
 """
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ferrymq.client.errors import BrokerURLError
-from ferrymq.client.failover.options import bool_value, int_value, multiplier_value
+from ferrymq.client.failover.options import bool_value, int_value, option_error
+from ferrymq.discovery.agent_options import (
+    HOLD_BACK_OPTIONS,
+    OptionTable,
+    interface_value,
+    read_options,
+    refuse_path,
+)
 from ferrymq.discovery.datagram import MAX_DATAGRAM_BYTES, check_group
 from ferrymq.util.uri import URI, AnyURI
 
@@ -82,6 +95,9 @@ class MulticastOptions:
     max_reconnect_attempts: int = 0
     """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
     after N failures (until it goes away and comes back)."""
+    zeroconf: bool | None = None
+    """``zeroconf``: a broker advertising through this agent also registers its service over
+    mDNS in ``group``: None when it can, True always (an error if it cannot), False never."""
 
     @property
     def uri(self) -> str:
@@ -97,53 +113,40 @@ class MulticastOptions:
         return self.join_interface if self.join_interface is not None else self.interface
 
 
-def _fail(url: str, name: str, message: str) -> BrokerURLError:
-    return BrokerURLError(f"option {name}: {message}", url=url, part=name)
-
-
 def _group(url: str, name: str, value: str) -> str:
     try:
         return check_group(value)
     except ValueError as exc:
-        raise _fail(url, name, str(exc)) from None
+        raise option_error(url, name, str(exc)) from None
 
 
 def _ttl(url: str, name: str, value: str) -> int:
     ttl: int = int_value(-1)(url, name, value)
     if ttl > 255:
-        raise _fail(url, name, f"must be at most 255, got {ttl}")
+        raise option_error(url, name, f"must be at most 255, got {ttl}")
     return ttl
 
 
 def _datagram_size(url: str, name: str, value: str) -> int:
     size: int = int_value(1)(url, name, value)
     if size > MAX_UDP_PAYLOAD:
-        raise _fail(url, name, f"must be at most {MAX_UDP_PAYLOAD} (a UDP datagram), got {size}")
+        raise option_error(
+            url, name, f"must be at most {MAX_UDP_PAYLOAD} (a UDP datagram), got {size}"
+        )
     return size
 
 
-def _interface(url: str, name: str, value: str) -> str:
-    text = value.strip()
-    if not text:
-        raise _fail(url, name, "expected an interface name (lo) or IPv4 address (127.0.0.1)")
-    return text
-
-
-# URL option name -> (MulticastOptions field, value parser)
-_OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
+_OPTIONS: Final[OptionTable] = {
     "group": ("group", _group),
     "timeToLive": ("time_to_live", _ttl),
     "loopBackMode": ("loop_back_mode", bool_value),
     "datagramSize": ("datagram_size", _datagram_size),
     "keepAliveInterval": ("keep_alive_interval_ms", int_value(1)),
-    "interface": ("interface", _interface),
-    "networkInterface": ("interface", _interface),
-    "joinNetworkInterface": ("join_interface", _interface),
-    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
-    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
-    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
-    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
-    "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
+    "interface": ("interface", interface_value),
+    "networkInterface": ("interface", interface_value),
+    "joinNetworkInterface": ("join_interface", interface_value),
+    **HOLD_BACK_OPTIONS,
+    "zeroconf": ("zeroconf", bool_value),
 }
 OPTION_NAMES: Final = frozenset(_OPTIONS)
 
@@ -153,18 +156,18 @@ def multicast_options(agent_uri: AnyURI, *, url: str) -> MulticastOptions:
     ``BrokerURLError`` naming it."""
     if not isinstance(agent_uri, URI) or agent_uri.host is None:
         raise BrokerURLError(
-            "multicast: names a group address: multicast://default or multicast://ADDRESS:PORT",
+            "multicast: names a group: multicast://default, multicast://ADDRESS:PORT or "
+            "multicast://GROUP",
             url=url,
             part=agent_uri.scheme,
         )
-    changes: dict[str, Any] = {"address": _address(agent_uri.host, url)}
+    changes: dict[str, Any] = _host(agent_uri.host, url)
     if agent_uri.port is not None:
         if agent_uri.port == 0:
             raise BrokerURLError("multicast: port 0 cannot be shared", url=url, part="0")
         changes["port"] = agent_uri.port
-    if agent_uri.path not in ("", "/"):
-        raise BrokerURLError("multicast: takes no path", url=url, part=agent_uri.path)
-    given_interface: str | None = None
+    refuse_path(agent_uri.path, scheme="multicast", url=url)
+    query: dict[str, str] = {}
     for name, value in agent_uri.query.items():
         if name in IGNORED or name.startswith(IGNORED_PREFIX):
             log.warning(
@@ -173,35 +176,34 @@ def multicast_options(agent_uri: AnyURI, *, url: str) -> MulticastOptions:
                 url,
                 name,
             )
-            continue
-        spec = _OPTIONS.get(name)
-        if spec is None:
-            close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
-            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(_OPTIONS))}"
-            raise _fail(url, name, f"unknown multicast discovery agent option ({hint})")
-        target, parse = spec
-        parsed = parse(url, name, value)
-        if target == "interface":
-            if given_interface is not None and changes["interface"] != parsed:
-                raise _fail(url, name, f"give either {given_interface} or {name}, not both")
-            given_interface = name
-        changes[target] = parsed
+        else:
+            query[name] = value
+    changes.update(read_options(query, _OPTIONS, url=url, what="multicast discovery agent"))
     return replace(MulticastOptions(), **changes)
 
 
-def _address(host: str, url: str) -> str:
+def _host(host: str, url: str) -> dict[str, Any]:
+    """The settings a URI's host makes: ``default``, a group address, or a group name."""
     if host.lower() == DEFAULT_HOST:
-        return DEFAULT_ADDRESS
+        return {"address": DEFAULT_ADDRESS}
+    if ":" in host:
+        raise BrokerURLError(
+            f"multicast: IPv6 group addresses are not supported, got {host!r}", url=url, part=host
+        )
     try:
         address = ipaddress.IPv4Address(host)
     except ValueError:
-        raise BrokerURLError(
-            f"multicast: expected 'default' or an IPv4 multicast address, got {host!r}",
-            url=url,
-            part=host,
-        ) from None
+        # seed 000 Example 2.19: multicast://NEGroup names the group NEGroup.
+        if host.replace(".", "").isdigit():
+            raise BrokerURLError(
+                f"multicast: {host!r} is not an IPv4 address", url=url, part=host
+            ) from None
+        try:
+            return {"address": DEFAULT_ADDRESS, "group": check_group(host)}
+        except ValueError as exc:
+            raise BrokerURLError(f"multicast: {exc}", url=url, part=host) from None
     if not address.is_multicast:
         raise BrokerURLError(
             f"multicast: {host} is not a multicast address (224.0.0.0/4)", url=url, part=host
         )
-    return str(address)
+    return {"address": str(address)}

@@ -1,4 +1,4 @@
-"""What a multicast agent knows about the services it hears, decided without I/O.
+"""What a multicast (or zeroconf) agent knows about the services it hears, decided without I/O.
 
 ActiveMQ's ``brokersByService`` and ``RemoteBrokerData`` (reference §3.4): a service is
 announced when first heard, expires when unheard for ten keep-alive intervals, leaves at once
@@ -11,6 +11,10 @@ One deliberate difference: with ``useExponentialBackOff`` ActiveMQ waits
 at all); FerryMQ waits ``initialReconnectDelay * backOffMultiplier ** (failures - 1)``, the
 static agent's and the failover transport's rule. Both cap the wait at ``maxReconnectDelay``
 (ActiveMQ only with exponential back-off).
+
+The zeroconf agent keeps its services in the same table, so ``service_failed`` means the same
+for both: it reports each service it sees alive as a heartbeat and each one whose mDNS records
+went away as ``dead``; its records' TTL does the expiring, so it never calls ``expire``.
 """
 
 from __future__ import annotations
@@ -18,13 +22,28 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Final
-
-from ferrymq.discovery.multicast_options import MulticastOptions
+from typing import Final, Protocol
 
 FAILURE_MEMORY_S: Final = 60.0
 """A service heard this long after its last recovery starts again from its first failure
 (ActiveMQ's ``updateHeartBeat``)."""
+
+
+class HoldBackOptions(Protocol):
+    """What the table reads of an agent's options (``MulticastOptions``, ``ZeroconfOptions``)."""
+
+    @property
+    def expiry_ms(self) -> int: ...
+    @property
+    def initial_reconnect_delay_ms(self) -> int: ...
+    @property
+    def max_reconnect_delay_ms(self) -> int: ...
+    @property
+    def use_exponential_back_off(self) -> bool: ...
+    @property
+    def back_off_multiplier(self) -> float: ...
+    @property
+    def max_reconnect_attempts(self) -> int: ...
 
 
 class Heard(enum.Enum):
@@ -51,7 +70,7 @@ class RemoteService:
 
 
 class RemoteServices:
-    def __init__(self, options: MulticastOptions, own: Collection[str]) -> None:
+    def __init__(self, options: HoldBackOptions, own: Collection[str]) -> None:
         self.options = options
         self.own = own
         """The agent's registered services (a live view): never announced, never removed."""

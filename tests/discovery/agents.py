@@ -1,0 +1,109 @@
+"""What the agent tests share: a listener that records what it is told, an agent that stops
+when the test ends, and an advertising agent in a process of its own (to SIGKILL or SIGSTOP).
+Every agent is built from its URI through ``agent_for``, as a client or a broker builds it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+from ferrymq.client import DiscoveryAgent, DiscoveryListener
+from ferrymq.client.discovery import agent_for
+from ferrymq.util.uri import parse_uri
+
+WAIT_S = 15.0
+AgentT = TypeVar("AgentT", bound=DiscoveryAgent)
+
+
+class Recorder:
+    """A discovery listener that keeps what it was told, with the event loop's time."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, float]] = []
+        self._changed = asyncio.Event()
+
+    def on_service_add(self, uri: str) -> None:
+        self._record("add", uri)
+
+    def on_service_remove(self, uri: str) -> None:
+        self._record("remove", uri)
+
+    def _record(self, what: str, uri: str) -> None:
+        self.events.append((what, uri, asyncio.get_running_loop().time()))
+        self._changed.set()
+
+    @property
+    def services(self) -> set[str]:
+        known: set[str] = set()
+        for what, uri, _ in self.events:
+            (known.add if what == "add" else known.discard)(uri)
+        return known
+
+    def last(self, what: str, uri: str) -> float:
+        return max(at for kind, service, at in self.events if (kind, service) == (what, uri))
+
+    async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
+        """Until ``predicate`` holds, woken by each event; fails after ``WAIT_S``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + WAIT_S
+        while not predicate():
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
+            except TimeoutError:
+                raise AssertionError(f"timed out waiting for {what}: {self.events}") from None
+
+
+@asynccontextmanager
+async def running_agent(
+    kind: type[AgentT], uri: str, *services: str, listener: DiscoveryListener | None = None
+) -> AsyncIterator[AgentT]:
+    """The agent ``uri`` names (which must be a ``kind``), advertising ``services``."""
+    agent = agent_for(parse_uri(uri), url=uri)
+    assert isinstance(agent, kind)
+    for service in services:
+        agent.register_service(service)
+    await agent.start(listener)
+    try:
+        yield agent
+    finally:
+        await agent.stop()
+
+
+AGENT_PROCESS = """
+import asyncio, sys
+from ferrymq.client import DiscoveryListener
+from ferrymq.client.discovery import agent_for
+from ferrymq.util.uri import parse_uri
+
+async def main():
+    url, service = sys.argv[1], sys.argv[2]
+    agent = agent_for(parse_uri(url), url=url)
+    agent.register_service(service)
+    await agent.start(None)
+    print("advertising", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+"""A program that advertises ``argv[2]`` through the agent ``argv[1]`` until it is killed."""
+
+
+@asynccontextmanager
+async def advertising_process(uri: str, service: str) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``AGENT_PROCESS`` advertising ``service``, killed (if still alive) when the test ends."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", AGENT_PROCESS, uri, service, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), WAIT_S)
+        assert line == b"advertising\n"
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
