@@ -5,6 +5,11 @@ ActiveMQ's ``TransportConnector`` registers its publishable address with the age
 advertises, and a network connector that wants to find brokers runs an agent of its own. Each
 connector gets its own agent, so different connectors can use different agents or none (seed
 000 §2.2.2.1).
+
+A listener advertised through ``multicast://...`` is also registered over mDNS, by a zeroconf
+agent run beside the multicast one (``zeroconf.mdns_twin``): seed 000 Example 2.19 advertises a
+broker with ``discoveryUri="multicast://NEGroup"`` and Example 2.20 finds it with
+``discovery:(zeroconf://NEGroup)``. The URI option ``zeroconf=false`` leaves the twin out.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from ferrymq.client import ClientError, DiscoveryAgent
 from ferrymq.client.discovery import agent_for
+from ferrymq.discovery.zeroconf import mdns_twin
 from ferrymq.util.uri import AnyURI
 
 log = logging.getLogger(__name__)
@@ -37,17 +43,20 @@ class DiscoveryAdvertiser:
 
     async def start(self) -> None:
         for where, agent_uri, url in self._services():
+            name = agent_uri.raw or str(agent_uri)
             try:
-                agent = agent_for(agent_uri, url=agent_uri.raw or str(agent_uri))
-            except ClientError as exc:
+                agent = agent_for(agent_uri, url=name)
+                agent.register_service(url)
+                twin = mdns_twin(agent, url)
+            except (ClientError, ValueError) as exc:
                 raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
-            agent.register_service(url)
-            try:
-                await agent.start(None)
-            except OSError as exc:
-                raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
-            self.agents.append(agent)
-            log.info("advertising %s through %s", url, agent_uri.raw or agent_uri)
+            for advertising in (agent,) if twin is None else (agent, twin):
+                try:
+                    await advertising.start(None)
+                except OSError as exc:
+                    raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
+                self.agents.append(advertising)
+            log.info("advertising %s through %s%s", url, name, "" if twin is None else " and mDNS")
 
     async def stop(self) -> None:
         agents, self.agents = self.agents, []
