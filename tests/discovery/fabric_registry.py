@@ -8,8 +8,7 @@ fixture sets it), the way a deployment keeps it out of logged URIs; ``environmen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -17,10 +16,9 @@ import psycopg
 import pytest
 
 from ferrymq.client import DiscoveryListener
-from ferrymq.client.discovery import agent_for
 from ferrymq.discovery.fabric import FabricDiscoveryAgent
 from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
-from ferrymq.util.uri import parse_uri
+from tests.discovery import agents
 from tests.postgres import PostgresDatabase
 
 FAST = {"keepAliveInterval": "100", "leaseDuration": "1000", "pollInterval": "100"}
@@ -71,16 +69,8 @@ def registry_schema(database: PostgresDatabase, monkeypatch: pytest.MonkeyPatch)
     return RegistrySchema(database)
 
 
-@asynccontextmanager
-async def running_agent(
+def running_agent(
     uri: str, *services: str, listener: DiscoveryListener | None = None
-) -> AsyncIterator[FabricDiscoveryAgent]:
-    agent = agent_for(parse_uri(uri), url=uri)
-    assert isinstance(agent, FabricDiscoveryAgent)
-    for service in services:
-        agent.register_service(service)
-    await agent.start(listener)
-    try:
-        yield agent
-    finally:
-        await agent.stop()
+) -> AbstractAsyncContextManager[FabricDiscoveryAgent]:
+    """The fabric agent ``uri`` names, advertising ``services``, stopped when the test ends."""
+    return agents.running_agent(FabricDiscoveryAgent, uri, *services, listener=listener)

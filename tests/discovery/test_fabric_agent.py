@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 
 import pytest
@@ -20,8 +19,8 @@ from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
 from ferrymq.testing import free_port
 from ferrymq.testing.network import wait_until
 from tests.client.failover.proxy import Proxy
+from tests.discovery.agents import WAIT_S, Recorder, advertising_process
 from tests.discovery.fabric_registry import RegistrySchema, registry_schema, running_agent
-from tests.discovery.test_multicast_agent import _AGENT_PROCESS, WAIT_S, Recorder
 from tests.postgres import PostgresDatabase
 
 log = logging.getLogger(__name__)
@@ -117,17 +116,9 @@ async def test_a_registrant_killed_with_sigkill_expires_with_its_lease(
     uri = registry.agent_uri("g")
     listener = Recorder()
     async with running_agent(uri, listener=listener):
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _AGENT_PROCESS, uri, A, stdout=asyncio.subprocess.PIPE
-        )
-        try:
-            assert process.stdout is not None
-            line = await asyncio.wait_for(process.stdout.readline(), WAIT_S)
-            assert line == b"advertising\n"
+        async with advertising_process(uri, A) as process:
             await listener.wait_for(lambda: listener.services == {A}, "the other process")
-        finally:
             process.kill()
-            await process.wait()
         killed = asyncio.get_running_loop().time()
         await listener.wait_for(lambda: not listener.services, "the killed process to expire")
     expired_s = listener.last("remove", A) - killed

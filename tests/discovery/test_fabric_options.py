@@ -74,8 +74,7 @@ def test_every_option_is_read_and_registry_wins_over_the_environment() -> None:
         max_reconnect_attempts=4,
     )
     assert conninfo_to_dict(read.conninfo)["host"] == "10.0.0.9"
-    assert [read.hold_back_ms(n) for n in (1, 2, 3)] == [10, 30, 40]
-    assert options("fabric://g?initialReconnectDelay=50").hold_back_ms(3) == 50  # not exponential
+    assert read.expiry_ms == 700  # what the services table would expire by: the lease
 
 
 def test_libpq_settings_work_too_and_the_password_variable_is_added() -> None:
@@ -126,7 +125,7 @@ def test_without_a_registry_the_message_says_where_to_give_one() -> None:
     [
         ("fabric:g", "fabric", "fabric://GROUP"),
         ("fabric://g:2181", "g", "group name only"),
-        ("fabric://g/path", "g", "group name only"),
+        ("fabric://g/path", "/path", "takes no path"),
         ("fabric://g?bogus=1", "bogus", "unknown fabric discovery agent option"),
         ("fabric://g?leaseDuraton=1", "leaseDuraton", "did you mean leaseDuration?"),
         ("fabric://g?keepAliveInterval=0", "keepAliveInterval", "at least 1"),

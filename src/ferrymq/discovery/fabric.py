@@ -8,8 +8,10 @@ at once, and a broker that dies (SIGKILL, power loss) or hangs (SIGSTOP) drops o
 lease ends, ``leaseDuration`` after its last renewal by the database's clock. A listening agent
 (a ``discovery:`` client, a network connector) LISTENs to its group's channel, so it hears a
 registration or a clean stop when it commits, and reads the whole group every ``pollInterval``
-to see leases that lapsed and anything a lost notification missed (``fabric_services`` decides
-what to tell the listener). An agent never announces its own services.
+to see leases that lapsed and anything a lost notification missed. What it knows of the
+services is the multicast agent's table (``multicast_services``): a service listed or notified
+is "alive", one deregistered or missing from a listing is "dead", and ``service_failed`` holds
+one back by the same rules. An agent never announces its own services.
 
 The registry may go away: the agent keeps what its listener knows, retries with back-off (at
 most ``keepAliveInterval`` apart), and when the registry answers again it registers its services
@@ -33,7 +35,8 @@ import psycopg
 from ferrymq.client import DiscoveryListener
 from ferrymq.discovery.fabric_options import FabricOptions, fabric_options
 from ferrymq.discovery.fabric_registry import Notification, RegistryConnection
-from ferrymq.discovery.fabric_services import Changes, RegistryServices
+from ferrymq.discovery.multicast import tell
+from ferrymq.discovery.multicast_services import Heard, RemoteServices
 from ferrymq.util.uri import AnyURI
 
 log = logging.getLogger(__name__)
@@ -76,7 +79,7 @@ class FabricDiscoveryAgent:
         self.registrant = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         """This agent's name in the registry's ``registrant`` column."""
         self._own: dict[str, None] = {}
-        self._services = RegistryServices(options, self._own.keys())
+        self._services = RemoteServices(options, self._own.keys())
         self._listener: DiscoveryListener | None = None
         self._registry: RegistryConnection | None = None
         self._keeper: asyncio.Task[None] | None = None
@@ -144,9 +147,9 @@ class FabricDiscoveryAgent:
         if self._stopped or not self._started:
             return
         if self._services.failed(uri, asyncio.get_running_loop().time()):
-            delay = self.options.hold_back_ms(self._services.services[uri].failures)
+            delay = self._services.recovery_delay_ms(self._services.services[uri].failures)
             log.info("%s: %s failed; not announced again for %d ms", self.name, uri, delay)
-            self._tell(Changes(removed=(uri,)))
+            tell(self._listener, uri, added=False, name=self.name)
 
     def statistics(self) -> FabricStatistics:
         return FabricStatistics(
@@ -226,8 +229,7 @@ class FabricDiscoveryAgent:
             self._poll_at = now + self.options.poll_interval_ms / 1000
             alive = await registry.alive(self.options.group)
             self._polls += 1
-            now = asyncio.get_running_loop().time()
-            self._tell(self._services.listed(alive, now, settled=now >= self._settled_at))
+            self._listed(alive, asyncio.get_running_loop().time())
 
     async def _renew(self, registry: RegistryConnection, now: float) -> None:
         options = self.options
@@ -280,14 +282,33 @@ class FabricDiscoveryAgent:
             return
         log.info("%s: deregistered %s", self.name, ", ".join(gone) or "nothing (expired)")
 
+    def _listed(self, alive: list[str], now: float) -> None:
+        """A full listing of the group's live services: announce the new and the recovered
+        ones and, once the view has settled (``_reconnected``), drop the ones it lacks."""
+        for uri in alive:
+            self._alive(uri, now)
+        if now >= self._settled_at:
+            for uri in [uri for uri in self._services.services if uri not in alive]:
+                self._gone(uri)
+
     def _notified(self, notification: Notification) -> None:
         self._notifications += 1
         if notification.kind == "add":
-            now = asyncio.get_running_loop().time()
-            if self._services.registered(notification.uri, now):
-                self._tell(Changes(added=(notification.uri,)))
-        elif self._services.deregistered(notification.uri):
-            self._tell(Changes(removed=(notification.uri,)))
+            self._alive(notification.uri, asyncio.get_running_loop().time())
+        else:
+            self._gone(notification.uri)
+
+    def _alive(self, uri: str, now: float) -> None:
+        heard = self._services.alive(uri, now)
+        if heard in (Heard.NEW, Heard.RECOVERED):
+            again = " again" if heard is Heard.RECOVERED else ""
+            log.info("%s: announcing %s%s", self.name, uri, again)
+            tell(self._listener, uri, added=True, name=self.name)
+
+    def _gone(self, uri: str) -> None:
+        if self._services.dead(uri):
+            log.info("%s: %s left the registry (deregistered, or its lease ended)", self.name, uri)
+            tell(self._listener, uri, added=False, name=self.name)
 
     def _outage(self, exc: BaseException, now: float) -> None:
         """Log the first failure of an outage, and a reminder now and then while it lasts."""
@@ -342,19 +363,6 @@ class FabricDiscoveryAgent:
                 await registry.close()
             except REGISTRY_ERRORS as exc:
                 log.debug("%s: closing the registry connection: %s", self.name, exc)
-
-    def _tell(self, changes: Changes) -> None:
-        listener = self._listener
-        if listener is None:
-            return
-        told = [(uri, "dropped", listener.on_service_remove) for uri in changes.removed]
-        told += [(uri, "discovered", listener.on_service_add) for uri in changes.added]
-        for uri, what, tell in told:
-            log.info("%s: %s %s", self.name, what, uri)
-            try:
-                tell(uri)
-            except Exception:
-                log.exception("%s: the listener failed on %s", self.name, uri)
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,9 +15,8 @@ Messages name the registry as ``postgresql://user@host:port/db``, never with its
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -25,14 +24,13 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ferrymq.client.errors import BrokerURLError
-from ferrymq.client.failover.options import (
-    FailoverOptions,
-    bool_value,
-    int_value,
-    multiplier_value,
-    option_error,
+from ferrymq.client.failover.options import int_value, option_error
+from ferrymq.discovery.agent_options import (
+    HOLD_BACK_OPTIONS,
+    OptionTable,
+    read_options,
+    refuse_path,
 )
-from ferrymq.client.failover.policy import ReconnectPolicy
 from ferrymq.util.uri import URI, AnyURI
 
 REGISTRY_ENV: Final = "FERRYMQ_FABRIC_REGISTRY"
@@ -78,32 +76,26 @@ class FabricOptions:
         """The agent as messages name it: ``fabric://GROUP`` (no registry, no password)."""
         return f"fabric://{self.group}"
 
-    def hold_back_ms(self, failures: int) -> int:
-        """How long a service that failed ``failures`` times in a row is held back: the
-        failover transport's back-off rule, as the multicast and static agents use it."""
-        policy = ReconnectPolicy(
-            FailoverOptions(
-                initial_reconnect_delay_ms=self.initial_reconnect_delay_ms,
-                max_reconnect_delay_ms=self.max_reconnect_delay_ms,
-                use_exponential_back_off=self.use_exponential_back_off,
-                back_off_multiplier=self.back_off_multiplier,
-            )
-        )
-        return min(policy.back_off_ms(max(failures, 1), startup=False), self.max_reconnect_delay_ms)
+    @property
+    def expiry_ms(self) -> int:
+        """A lease: what the services table would expire by, were it asked to (the agent
+        never asks: the registry's leases do the expiring)."""
+        return self.lease_duration_ms
 
 
-# URL option name -> (FabricOptions field, value parser)
-_OPTIONS: Final[dict[str, tuple[str, Callable[[str, str, str], Any]]]] = {
+def _text(url: str, name: str, value: str) -> str:
+    return value
+
+
+_OPTIONS: Final[OptionTable] = {
     "keepAliveInterval": ("keep_alive_interval_ms", int_value(1)),
     "leaseDuration": ("lease_duration_ms", int_value(1)),
     "pollInterval": ("poll_interval_ms", int_value(1)),
-    "initialReconnectDelay": ("initial_reconnect_delay_ms", int_value(0)),
-    "maxReconnectDelay": ("max_reconnect_delay_ms", int_value(0)),
-    "useExponentialBackOff": ("use_exponential_back_off", bool_value),
-    "backOffMultiplier": ("back_off_multiplier", multiplier_value),
-    "maxReconnectAttempts": ("max_reconnect_attempts", int_value(0)),
+    "registry": ("registry", _text),
+    "group": ("group", _text),
+    **HOLD_BACK_OPTIONS,
 }
-OPTION_NAMES: Final = frozenset({*_OPTIONS, "registry", "group"})
+OPTION_NAMES: Final = frozenset(_OPTIONS)
 
 
 def fabric_options(
@@ -115,31 +107,21 @@ def fabric_options(
     given = agent_uri.query.get("registry")
     if given is not None and not _safe_to_show(given):
         url = _REGISTRY_VALUE.sub(r"\1<hidden>", url)
-    if not isinstance(agent_uri, URI) or not agent_uri.host or agent_uri.host is None:
+    if not isinstance(agent_uri, URI) or not agent_uri.host:
         raise BrokerURLError(
             "fabric: names a broker group: fabric://GROUP", url=url, part=agent_uri.scheme
         )
-    if agent_uri.port is not None or agent_uri.path not in ("", "/") or agent_uri.userinfo:
+    if agent_uri.port is not None or agent_uri.userinfo:
         raise BrokerURLError(
             "fabric: takes a group name only (fabric://GROUP?options); the registry comes "
             f"from registry= or {REGISTRY_ENV}",
             url=url,
             part=agent_uri.host,
         )
-    changes: dict[str, Any] = {}
-    for name, value in agent_uri.query.items():
-        if name == "registry":
-            continue
-        if name == "group":
-            _same_group(agent_uri.host, value, url)
-            continue
-        spec = _OPTIONS.get(name)
-        if spec is None:
-            close = difflib.get_close_matches(name, sorted(OPTION_NAMES), n=1)
-            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(_OPTIONS))}"
-            raise option_error(url, name, f"unknown fabric discovery agent option ({hint})")
-        target, parse = spec
-        changes[target] = parse(url, name, value)
+    refuse_path(agent_uri.path, scheme="fabric", url=url)
+    changes = read_options(agent_uri.query, _OPTIONS, url=url, what="fabric discovery agent")
+    changes.pop("registry", None)
+    _same_group(agent_uri.host, changes.pop("group", agent_uri.host), url)
     conninfo, registry = _registry(given, env, url)
     options = replace(FabricOptions(agent_uri.host, registry, conninfo), **changes)
     if options.lease_duration_ms <= options.keep_alive_interval_ms:
