@@ -193,6 +193,55 @@ def test_a_retried_batch_reaches_the_consumer_once_per_row(
     assert {m.headers[PMID].rsplit(":", 2)[0] for m in before + after} == {f"{first_id}:0"}
 
 
+def test_rows_read_by_the_source_are_written_to_another_queue_intact(
+    sinks: SparkSession, broker: BrokerThread, tmp_path: Path
+) -> None:
+    """Source -> sink as they are: the shared column names carry the JMS headers across, the
+    ``destination`` option wins over the rows' ``destination`` (the queue they came from)."""
+    url = url_of(broker)
+    expires_ms = int(time.time() * 1000) + 3_600_000
+    with connect(url) as producer:
+        for n in range(30):
+            producer.send(
+                "/queue/in",
+                bytes([n, 0, 255]),
+                headers={"n": str(n), "correlation-id": f"c-{n}", "JMSXGroupID": "g"},
+                persistent=n % 2 == 0,
+                priority=n % 10,
+                expires=expires_ms,
+                receipt=True,
+            )
+    query = (
+        sinks.readStream.format("ferrymq")
+        .option("url", url)
+        .option("destination", "/queue/in")
+        .option("spoolLocation", str(tmp_path / "spool"))
+        .option("pollTimeoutMs", "300")
+        .load()
+        .writeStream.format("ferrymq")
+        .option("url", url)
+        .option("destination", "/queue/copy")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        assert query.awaitTermination(WAIT_S), "the query did not finish"
+    finally:
+        query.stop()
+    copies = {int(m.headers["n"]): m for m in drain(url, "/queue/copy", 30)}
+    assert sorted(copies) == list(range(30))
+    for n, message in copies.items():
+        assert message.body == bytes([n, 0, 255])
+        assert message.headers["correlation-id"] == f"c-{n}"
+        assert message.headers["JMSXGroupID"] == "g"
+        assert message.headers["priority"] == str(n % 10)
+        assert message.headers.get("persistent", "false") == str(n % 2 == 0).lower()
+        assert message.headers["expires"] == str(expires_ms)
+        assert message.headers[PMID].startswith(f"{query.id}:")
+    assert drain(url, "/queue/in", None) == []
+
+
 STRING_ROWS = StructType(
     [
         StructField("body", StringType()),
