@@ -1,8 +1,8 @@
 """Networks that find themselves: ``<networkConnector uri="multicast://...">`` on every broker of
 a group forms the complete graph of seed 001 chapter 6 (diameter 1, networkTTL 1), bridges to a
 broker that joins, drops a broker that leaves, and with ``updateClusterClients`` tells failover
-clients about all of it (seed 000 Example 2.2). All on loopback: a fresh group and UDP port per
-test, the agents pinned to ``lo``."""
+clients about all of it (seed 000 Example 2.2); ``zeroconf://`` connectors form the same graph.
+All on loopback: a fresh group (and UDP port) per test, the agents pinned to ``lo``."""
 
 from __future__ import annotations
 
@@ -31,14 +31,20 @@ def free_udp_port() -> int:
         return port
 
 
-@pytest.fixture
-def agent_uri() -> str:
-    """A multicast agent URI no other test (or test run) shares, pinned to loopback."""
+def fresh_agent_uri(scheme: str = "multicast") -> str:
+    """An agent URI (XML-escaped) no other test (or test run) shares, pinned to loopback."""
     group = f"ferrymq-test-{os.getpid()}-{next(_groups)}"
+    if scheme == "zeroconf":
+        return f"zeroconf://{group}?networkInterface=lo&amp;ttl=2&amp;initialReconnectDelay=200"
     return (
         f"multicast://239.255.42.42:{free_udp_port()}?group={group}"
         "&amp;networkInterface=lo&amp;keepAliveInterval=100&amp;initialReconnectDelay=200"
     )
+
+
+@pytest.fixture
+def agent_uri() -> str:
+    return fresh_agent_uri()
 
 
 def remote_brokers(net: BrokerNetwork, name: str) -> set[str]:
@@ -57,9 +63,11 @@ def mesh_member(net: BrokerNetwork, name: str, agent_uri: str) -> None:
     )
 
 
-async def test_multicast_connectors_form_and_repair_a_complete_graph(
-    tmp_path: Path, agent_uri: str
+@pytest.mark.parametrize("scheme", ["multicast", "zeroconf"])
+async def test_discovering_connectors_form_and_repair_a_complete_graph(
+    tmp_path: Path, scheme: str
 ) -> None:
+    agent_uri = fresh_agent_uri(scheme)
     net = BrokerNetwork(tmp_path)
     for name in ("A", "B", "C"):
         mesh_member(net, name, agent_uri)
@@ -77,7 +85,7 @@ async def test_multicast_connectors_form_and_repair_a_complete_graph(
             bodies = [(await subscription.get(timeout=WAIT_S)).text for _ in range(20)]
             assert len(set(bodies)) == 20
 
-        await net.stop("B")  # a clean stop: B's agent says it is dead
+        await net.stop("B")  # a clean stop: B's agent says it is dead (or goodbye)
         await wait_until(lambda: complete("AC"), WAIT_S, "A and C to drop B")
         await net.start("B")
         await wait_until(lambda: complete("ABC"), WAIT_S, "B to rejoin the graph")
