@@ -57,7 +57,8 @@ class SinkCommitMessage(WriterCommitMessage):
 
 class _Writer:
     """What the stream and batch writers share: options and layout, checked where Spark builds
-    the writer (on the driver), so a bad option or column fails ``start()``/``save()``."""
+    the writer (on the driver), so a bad option or column fails ``save()``, or a stream's first
+    batch, before any row is sent."""
 
     def __init__(self, options: dict[str, str], schema: StructType, *, stream: bool) -> None:
         self._options: SinkOptions = sink_options(options, stream=stream)
