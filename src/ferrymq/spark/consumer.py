@@ -92,6 +92,12 @@ class SourceConsumer:
                 "nothing, and messages come back by redelivery (at-least-once)",
                 options.connection.destination,
             )
+        if options.connection.is_topic and options.subscription_name is None:
+            log.warning(
+                "ferrymq source on %s has no subscriptionName: what is published while the "
+                "query is not running is not kept for it",
+                options.connection.destination,
+            )
         self._committed = contents.committed
         self._last = contents.committed
         self._segments: list[Segment] = []

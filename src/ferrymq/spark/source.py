@@ -87,12 +87,14 @@ def read_source_options(options: Mapping[str, str]) -> SourceOptions:
             raise OptionError("subscriptionName", "a durable subscription needs a /topic/")
         if connection.client_id is None:
             raise OptionError("clientId", "is required with subscriptionName")
+    max_messages = reader.optional_integer("maxMessagesPerTrigger")
     source = SourceOptions(
         connection=connection,
         selector=reader.text("selector"),
         subscription_name=subscription_name,
-        max_messages_per_trigger=reader.optional_integer("maxMessagesPerTrigger"),
-        prefetch=reader.integer("prefetch", DEFAULT_PREFETCH),
+        max_messages_per_trigger=max_messages,
+        # A batch never holds more than the prefetch window (the unacknowledged messages).
+        prefetch=reader.integer("prefetch", max(DEFAULT_PREFETCH, max_messages or 0)),
         spool_location=reader.text("spoolLocation"),
         fail_on_data_loss=reader.boolean("failOnDataLoss", True),
         num_partitions=reader.integer("numPartitions", DEFAULT_NUM_PARTITIONS),
