@@ -8,7 +8,7 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ferrymq.client import DiscoveryAgent, DiscoveryListener
 from ferrymq.client.discovery import agent_for
@@ -16,6 +16,20 @@ from ferrymq.util.uri import parse_uri
 
 WAIT_S = 15.0
 AgentT = TypeVar("AgentT", bound=DiscoveryAgent)
+
+
+class _Known(Protocol):
+    @property
+    def services(self) -> tuple[str, ...]: ...
+
+
+class ListingAgent(DiscoveryAgent, Protocol):
+    """An agent whose statistics list the services it announced (multicast, zeroconf...)."""
+
+    def statistics(self) -> _Known: ...
+
+
+ListingT = TypeVar("ListingT", bound=ListingAgent)
 
 
 class Recorder:
@@ -71,6 +85,22 @@ async def running_agent(
         yield agent
     finally:
         await agent.stop()
+
+
+async def find_each_other(kind: type[ListingT], uri: str) -> tuple[Recorder, float]:
+    """Two agents of one group, each advertising a service, find each other's and never their
+    own. Returns what the first was told (the second has stopped by then) and how long after
+    the second began to start both had been told."""
+    a, b = Recorder(), Recorder()
+    mine, theirs = "stomp://127.0.0.1:1001", "stomp://127.0.0.1:1002"
+    async with running_agent(kind, uri, mine, listener=a) as first:
+        started = asyncio.get_running_loop().time()
+        async with running_agent(kind, uri, theirs, listener=b):
+            await a.wait_for(lambda: a.services == {theirs}, "A to find B")
+            await b.wait_for(lambda: b.services == {mine}, "B to find A")
+            latency = max(a.last("add", theirs), b.last("add", mine)) - started
+            assert first.statistics().services == (theirs,)
+    return a, latency
 
 
 AGENT_PROCESS = """

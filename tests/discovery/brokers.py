@@ -12,13 +12,12 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
 
 from ferrymq.client import Connection, DiscoveryAgent, Subscription, connect
 from ferrymq.client.discovery import DiscoveryTransport
 from ferrymq.testing import BrokerProcess, free_port
 from ferrymq.testing.network import receive_all, wait_until
-from tests.discovery.agents import Recorder, running_agent
+from tests.discovery.agents import ListingAgent, Recorder, running_agent
 
 QUEUE = "/queue/discovered"
 WAIT_S = 15.0
@@ -29,17 +28,6 @@ BROKER_XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core"
     <transportConnector name="stomp" uri="stomp://127.0.0.1:{port}" discoveryUri="{agent}"/>
   </transportConnectors>
 </broker></beans>"""
-
-
-class _Known(Protocol):
-    @property
-    def services(self) -> tuple[str, ...]: ...
-
-
-class ListingAgent(DiscoveryAgent, Protocol):
-    """An agent whose statistics list the services it announced (multicast, zeroconf...)."""
-
-    def statistics(self) -> _Known: ...
 
 
 @contextmanager

@@ -76,18 +76,10 @@ def sender_socket(uri: str) -> tuple[socket.socket, tuple[str, int]]:
 
 
 async def test_two_agents_discover_each_other_and_never_themselves() -> None:
-    uri = fresh_agent_uri()
-    a, b = Recorder(), Recorder()
-    async with running_agent(uri, "stomp://127.0.0.1:1001", listener=a) as first:
-        started = asyncio.get_running_loop().time()
-        async with running_agent(uri, "stomp://127.0.0.1:1002", listener=b):
-            await a.wait_for(lambda: a.services == {"stomp://127.0.0.1:1002"}, "A to find B")
-            await b.wait_for(lambda: b.services == {"stomp://127.0.0.1:1001"}, "B to find A")
-            # B advertised at start; A re-advertised on first hearing B: both within a moment.
-            latency = max(a.last("add", "stomp://127.0.0.1:1002"), b.events[0][2]) - started
-            logging.getLogger(__name__).info("discovery latency %.3f s", latency)
-            assert first.statistics().services == ("stomp://127.0.0.1:1002",)
-    assert [what for what, _, _ in a.events] == ["add", "remove"]  # B's dead datagram
+    # B advertised at start; A re-advertised on first hearing B: both within a moment.
+    first, latency = await agents.find_each_other(MulticastDiscoveryAgent, fresh_agent_uri())
+    logging.getLogger(__name__).info("discovery latency %.3f s", latency)
+    assert [what for what, _, _ in first.events] == ["add", "remove"]  # B's dead datagram
 
 
 async def test_three_brokers_and_a_client_that_only_listens() -> None:

@@ -56,17 +56,9 @@ def running_agent(
 
 
 async def test_two_agents_discover_each_other_and_never_themselves() -> None:
-    uri = fresh_agent_uri()
-    a, b = Recorder(), Recorder()
-    async with running_agent(uri, "stomp://127.0.0.1:1001", listener=a) as first:
-        started = asyncio.get_running_loop().time()
-        async with running_agent(uri, "stomp://127.0.0.1:1002", listener=b):
-            await a.wait_for(lambda: a.services == {"stomp://127.0.0.1:1002"}, "A to find B")
-            await b.wait_for(lambda: b.services == {"stomp://127.0.0.1:1001"}, "B to find A")
-            found = max(a.last("add", "stomp://127.0.0.1:1002"), b.events[0][2]) - started
-            log.info("discovered each other %.3f s after B's start began", found)
-            assert first.statistics().services == ("stomp://127.0.0.1:1002",)
-    assert [what for what, _, _ in a.events] == ["add", "remove"]  # B's goodbye
+    first, latency = await agents.find_each_other(ZeroconfDiscoveryAgent, fresh_agent_uri())
+    log.info("discovered each other %.3f s after B's start began", latency)
+    assert [what for what, _, _ in first.events] == ["add", "remove"]  # B's goodbye
 
 
 async def test_three_brokers_and_a_client_that_only_listens() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ferrymq.client.errors import BrokerURLError
@@ -34,6 +35,24 @@ def interface_value(url: str, name: str, value: str) -> str:
     if not text:
         raise option_error(url, name, "expected an interface name (lo) or IPv4 address (127.0.0.1)")
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class HoldBackSettings:
+    """The fields ``HOLD_BACK_OPTIONS`` set, at ActiveMQ's ``MulticastDiscoveryAgent``
+    defaults; an agent's options dataclass inherits them."""
+
+    initial_reconnect_delay_ms: int = 5000
+    """``initialReconnectDelay``: how long a failed service is not announced again."""
+    max_reconnect_delay_ms: int = 30_000
+    """``maxReconnectDelay``: the longest such wait."""
+    use_exponential_back_off: bool = False
+    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
+    back_off_multiplier: float = 2.0
+    """``backOffMultiplier``."""
+    max_reconnect_attempts: int = 0
+    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
+    after N failures (until it goes away and comes back)."""
 
 
 HOLD_BACK_OPTIONS: Final[dict[str, tuple[str, OptionReader]]] = {

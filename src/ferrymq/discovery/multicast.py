@@ -140,12 +140,8 @@ class MulticastDiscoveryAgent:
                 await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT_S)
 
     def service_failed(self, uri: str) -> None:
-        if self._stopped or not self._started:
-            return
-        if self._services.failed(uri, asyncio.get_running_loop().time()):
-            delay = self._services.recovery_delay_ms(self._services.services[uri].failures)
-            log.info("%s: %s failed; not announced again for %d ms", self.name, uri, delay)
-            self._tell(uri, added=False)
+        if not self._stopped and self._started:
+            hold_back(self._services, self._listener, uri, name=self.name)
 
     def statistics(self) -> MulticastStatistics:
         return MulticastStatistics(
@@ -234,6 +230,17 @@ class MulticastDiscoveryAgent:
 
     def _tell(self, uri: str, *, added: bool) -> None:
         tell(self._listener, uri, added=added, name=self.name)
+
+
+def hold_back(
+    services: RemoteServices, listener: DiscoveryListener | None, uri: str, *, name: str
+) -> None:
+    """``service_failed`` for an agent that keeps a ``RemoteServices`` table: hold ``uri`` back
+    and tell the listener it is gone (nothing if it is unknown or already held back)."""
+    if services.failed(uri, asyncio.get_running_loop().time()):
+        delay = services.recovery_delay_ms(services.services[uri].failures)
+        log.info("%s: %s failed; not announced again for %d ms", name, uri, delay)
+        tell(listener, uri, added=False, name=name)
 
 
 def tell(listener: DiscoveryListener | None, uri: str, *, added: bool, name: str) -> None:

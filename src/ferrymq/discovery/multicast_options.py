@@ -40,6 +40,7 @@ from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.options import bool_value, int_value, option_error
 from ferrymq.discovery.agent_options import (
     HOLD_BACK_OPTIONS,
+    HoldBackSettings,
     OptionTable,
     interface_value,
     read_options,
@@ -61,7 +62,7 @@ IGNORED_PREFIX: Final = "wireFormat."
 
 
 @dataclass(frozen=True, slots=True)
-class MulticastOptions:
+class MulticastOptions(HoldBackSettings):
     """A multicast agent's settings; the defaults are ActiveMQ 5.17's."""
 
     address: str = DEFAULT_ADDRESS
@@ -84,17 +85,6 @@ class MulticastOptions:
     unless ``join_interface`` says otherwise, to join the group on."""
     join_interface: str | None = None
     """``joinNetworkInterface``: the interface to join the group on."""
-    initial_reconnect_delay_ms: int = 5000
-    """``initialReconnectDelay``: how long a failed service is not announced again."""
-    max_reconnect_delay_ms: int = 30_000
-    """``maxReconnectDelay``: the longest such wait."""
-    use_exponential_back_off: bool = False
-    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
-    back_off_multiplier: float = 2.0
-    """``backOffMultiplier``."""
-    max_reconnect_attempts: int = 0
-    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
-    after N failures (until it goes away and comes back)."""
     zeroconf: bool | None = None
     """``zeroconf``: a broker advertising through this agent also registers its service over
     mDNS in ``group``: None when it can, True always (an error if it cannot), False never."""

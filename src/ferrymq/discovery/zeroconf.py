@@ -46,7 +46,7 @@ from zeroconf._protocol.outgoing import DNSOutgoing
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from ferrymq.client import DiscoveryAgent, DiscoveryListener
-from ferrymq.discovery.multicast import MulticastDiscoveryAgent, tell
+from ferrymq.discovery.multicast import MulticastDiscoveryAgent, hold_back, tell
 from ferrymq.discovery.multicast_services import Heard, RemoteServices
 from ferrymq.discovery.zeroconf_options import (
     SERVICE_TYPE,
@@ -192,12 +192,8 @@ class ZeroconfDiscoveryAgent:
             await zeroconf.async_close()
 
     def service_failed(self, uri: str) -> None:
-        if self._stopped or not self._started:
-            return
-        if self._services.failed(uri, asyncio.get_running_loop().time()):
-            delay = self._services.recovery_delay_ms(self._services.services[uri].failures)
-            log.info("%s: %s failed; not announced again for %d ms", self.name, uri, delay)
-            tell(self._listener, uri, added=False, name=self.name)
+        if not self._stopped and self._started:
+            hold_back(self._services, self._listener, uri, name=self.name)
 
     def statistics(self) -> ZeroconfStatistics:
         return ZeroconfStatistics(self._queries, tuple(self._services.announced()))

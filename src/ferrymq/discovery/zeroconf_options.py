@@ -35,6 +35,7 @@ from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.options import int_value, option_error
 from ferrymq.discovery.agent_options import (
     HOLD_BACK_OPTIONS,
+    HoldBackSettings,
     OptionTable,
     interface_value,
     read_options,
@@ -57,7 +58,7 @@ MAX_SRV_FIELD: Final = 65_535
 
 
 @dataclass(frozen=True, slots=True)
-class ZeroconfOptions:
+class ZeroconfOptions(HoldBackSettings):
     """A zeroconf agent's settings."""
 
     group: str = "default"
@@ -71,17 +72,6 @@ class ZeroconfOptions:
     IPv4 address, or for ``localhost`` a host name); None: the routing table's default."""
     ttl_s: int = DEFAULT_TTL_S
     """``ttl``: the TTL of the published records, hence how long a dead broker stays listed."""
-    initial_reconnect_delay_ms: int = 5000
-    """``initialReconnectDelay``: how long a failed service is not announced again."""
-    max_reconnect_delay_ms: int = 30_000
-    """``maxReconnectDelay``: the longest such wait."""
-    use_exponential_back_off: bool = False
-    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
-    back_off_multiplier: float = 2.0
-    """``backOffMultiplier``."""
-    max_reconnect_attempts: int = 0
-    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
-    after N failures (until it goes away and comes back)."""
 
     @property
     def uri(self) -> str:
