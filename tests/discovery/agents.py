@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Protocol, TypeVar
 
 from ferrymq.client import DiscoveryAgent, DiscoveryListener
@@ -101,6 +101,20 @@ async def find_each_other(kind: type[ListingT], uri: str) -> tuple[Recorder, flo
             latency = max(a.last("add", theirs), b.last("add", mine)) - started
             assert first.statistics().services == (theirs,)
     return a, latency
+
+
+async def listen_to_three(kind: type[ListingT], uri: str) -> ListingT:
+    """An agent that only listens finds three advertising agents of its group; returned (all
+    stopped by then) for more checks of its statistics."""
+    client = Recorder()
+    services = {f"stomp://127.0.0.1:{port}" for port in (2001, 2002, 2003)}
+    async with AsyncExitStack() as stack:
+        for service in sorted(services):
+            await stack.enter_async_context(running_agent(kind, uri, service))
+        agent = await stack.enter_async_context(running_agent(kind, uri, listener=client))
+        await client.wait_for(lambda: client.services == services, "all three")
+        assert set(agent.statistics().services) == services
+        return agent
 
 
 AGENT_PROCESS = """

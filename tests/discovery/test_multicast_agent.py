@@ -17,7 +17,7 @@ import os
 import socket
 import struct
 import time
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 
@@ -83,15 +83,8 @@ async def test_two_agents_discover_each_other_and_never_themselves() -> None:
 
 
 async def test_three_brokers_and_a_client_that_only_listens() -> None:
-    uri = fresh_agent_uri()
-    client = Recorder()
-    services = [f"stomp://127.0.0.1:{port}" for port in (2001, 2002, 2003)]
-    async with AsyncExitStack() as stack:
-        for service in services:
-            await stack.enter_async_context(running_agent(uri, service))
-        agent = await stack.enter_async_context(running_agent(uri, listener=client))
-        await client.wait_for(lambda: client.services == set(services), "all three")
-        assert agent.statistics().sent == 0  # a client advertises nothing
+    agent = await agents.listen_to_three(MulticastDiscoveryAgent, fresh_agent_uri())
+    assert agent.statistics().sent == 0  # a client advertises nothing
 
 
 async def test_groups_partition_the_traffic_on_one_address_and_port() -> None:

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import signal
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 
 import pytest
 from zeroconf import IPVersion
@@ -62,15 +62,7 @@ async def test_two_agents_discover_each_other_and_never_themselves() -> None:
 
 
 async def test_three_brokers_and_a_client_that_only_listens() -> None:
-    uri = fresh_agent_uri()
-    client = Recorder()
-    services = [f"stomp://127.0.0.1:{port}" for port in (2001, 2002, 2003)]
-    async with AsyncExitStack() as stack:
-        for service in services:
-            await stack.enter_async_context(running_agent(uri, service))
-        agent = await stack.enter_async_context(running_agent(uri, listener=client))
-        await client.wait_for(lambda: client.services == set(services), "all three")
-        assert set(agent.statistics().services) == set(services)
+    await agents.listen_to_three(ZeroconfDiscoveryAgent, fresh_agent_uri())
 
 
 async def test_groups_partition_discovery_and_ignore_case() -> None:

@@ -28,6 +28,19 @@ OptionTable = Mapping[str, tuple[str, OptionReader]]
 """URL option name -> (the options dataclass field it sets, its value reader)."""
 
 
+def checked_value(check: Callable[[str], Any]) -> OptionReader:
+    """A reader from a check that returns the value or raises ``ValueError`` saying why (a
+    group name's rules, say), so the message names the option."""
+
+    def parse(url: str, name: str, value: str) -> Any:
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise option_error(url, name, str(exc)) from None
+
+    return parse
+
+
 def interface_value(url: str, name: str, value: str) -> str:
     """An interface option: a name (``lo``) or an IPv4 address (``127.0.0.1``), checked
     against the host only when the agent starts."""

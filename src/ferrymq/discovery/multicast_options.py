@@ -42,6 +42,7 @@ from ferrymq.discovery.agent_options import (
     HOLD_BACK_OPTIONS,
     HoldBackSettings,
     OptionTable,
+    checked_value,
     interface_value,
     read_options,
     refuse_path,
@@ -103,13 +104,6 @@ class MulticastOptions(HoldBackSettings):
         return self.join_interface if self.join_interface is not None else self.interface
 
 
-def _group(url: str, name: str, value: str) -> str:
-    try:
-        return check_group(value)
-    except ValueError as exc:
-        raise option_error(url, name, str(exc)) from None
-
-
 def _ttl(url: str, name: str, value: str) -> int:
     ttl: int = int_value(-1)(url, name, value)
     if ttl > 255:
@@ -127,7 +121,7 @@ def _datagram_size(url: str, name: str, value: str) -> int:
 
 
 _OPTIONS: Final[OptionTable] = {
-    "group": ("group", _group),
+    "group": ("group", checked_value(check_group)),
     "timeToLive": ("time_to_live", _ttl),
     "loopBackMode": ("loop_back_mode", bool_value),
     "datagramSize": ("datagram_size", _datagram_size),

@@ -37,6 +37,7 @@ from ferrymq.discovery.agent_options import (
     HOLD_BACK_OPTIONS,
     HoldBackSettings,
     OptionTable,
+    checked_value,
     interface_value,
     read_options,
     refuse_path,
@@ -115,13 +116,6 @@ def check_service(uri: str) -> str:
     return uri
 
 
-def _group(url: str, name: str, value: str) -> str:
-    try:
-        return check_group(value)
-    except ValueError as exc:
-        raise option_error(url, name, str(exc)) from None
-
-
 def _srv_field(url: str, name: str, value: str) -> int:
     number: int = int_value(0)(url, name, value)
     if number > MAX_SRV_FIELD:
@@ -130,7 +124,7 @@ def _srv_field(url: str, name: str, value: str) -> int:
 
 
 _OPTIONS: Final[OptionTable] = {
-    "group": ("group", _group),
+    "group": ("group", checked_value(check_group)),
     "weight": ("weight", _srv_field),
     "priority": ("priority", _srv_field),
     "interface": ("interface", interface_value),
