@@ -16,7 +16,7 @@ from ferrymq.core.destination import Destination
 from ferrymq.spark.consumer import SourceConsumer, SourceOptions
 from ferrymq.spark.options import ConnectionOptions
 from ferrymq.spark.spool import Spool, storage_for
-from ferrymq.testing import BrokerThread, broker_config
+from ferrymq.testing import BrokerProcess, BrokerThread, broker_config
 
 QUEUE = "/queue/SPARK.SOURCE"
 
@@ -209,3 +209,55 @@ def test_available_now_reads_only_what_was_sent_before_it_started(broker: Broker
     finally:
         source.close()
     assert depth(broker) == 5
+
+
+def browse(url: str) -> list[str]:
+    conn = connect(url)
+    try:
+        return [m.body.decode() for m in conn.subscribe(QUEUE, browser=True)]
+    finally:
+        conn.disconnect()
+
+
+@pytest.mark.slow
+def test_a_failover_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    """The broker restarts under a failover: URL while 1..10 are committed and 11..20 are
+    pending: the acknowledgements the client had to drop are made good on redelivery, and
+    the pending messages keep their offsets."""
+    process = BrokerProcess(tmp_path / "data").start()
+    try:
+        conn = connect(process.url)
+        try:
+            for n in range(30):
+                conn.send(QUEUE, f"m{n}", persistent=True, receipt=True)
+        finally:
+            conn.disconnect()
+        source = SourceConsumer(
+            SourceOptions(
+                ConnectionOptions(
+                    f"failover:({process.url})?initialReconnectDelay=20&maxReconnectDelay=200",
+                    QUEUE,
+                ),
+                spool_location=str(tmp_path / "spool"),
+                poll_timeout_ms=2000,
+            )
+        )
+        try:
+            latest_until(source, 0, 10, 10)
+            latest_until(source, 10, 10, 10)  # 1..10 acknowledged, 11..20 pending
+            process.restart()
+            source.acknowledge_through(20)  # their handles went with the old connection
+            end = latest_until(source, 20, None, 10)
+            assert bodies(source.rows(20, end)) == [f"m{n}" for n in range(20, end)]
+            assert end == 30
+            source.latest(end, None)  # redeliveries of 11..20: acknowledged and dropped
+            assert source.statistics().awaiting == 0
+            for _ in range(50):
+                if not browse(process.url):
+                    break
+                time.sleep(0.1)
+            assert browse(process.url) == []
+        finally:
+            source.close()
+    finally:
+        process.stop()

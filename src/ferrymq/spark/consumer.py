@@ -62,10 +62,20 @@ class SourceOptions:
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
 
 
+@dataclass(frozen=True, slots=True)
+class _Delivery:
+    """A message as this driver's connection received it."""
+
+    message: BlockingMessage
+    epoch: int
+    """The connection's failover count before it arrived: an ACK only reaches the broker if
+    none happened since (the client drops the ACK of a message from before a failover)."""
+
+
 @dataclass(slots=True)
 class _Pending:
     offset: int
-    handle: BlockingMessage | None
+    delivery: _Delivery | None
     """None until the message is (re)delivered on this driver's connection."""
 
 
@@ -106,7 +116,7 @@ class SourceConsumer:
         """Key -> offset of the messages in the *awaiting* state."""
         self._retire_at: float | None = None
         """When to forget ``_awaiting`` (monotonic)."""
-        self._buffer: dict[str, BlockingMessage] = {}
+        self._buffer: dict[str, _Delivery] = {}
         for segment in contents.segments:
             for offset, key in enumerate(message_keys(segment.batch), segment.first):
                 if offset <= self._committed:
@@ -178,16 +188,8 @@ class SourceConsumer:
             done = {key: p for key, p in self._pending.items() if p.offset <= offset}
             for key in done:
                 del self._pending[key]
-            handles = [p.handle for p in done.values() if p.handle is not None]
-            if self._acknowledge(handles):
-                self._await({key: p.offset for key, p in done.items() if p.handle is None})
-            else:
-                log.warning(
-                    "ferrymq source: the connection failed over while acknowledging %d "
-                    "messages; their redeliveries will be acknowledged and dropped",
-                    len(handles),
-                )
-                self._await({key: p.offset for key, p in done.items()})
+            confirmed = self._acknowledge(done)
+            self._await({key: p.offset for key, p in done.items() if key not in confirmed})
             self._segments = [segment for segment in self._segments if segment.last > offset]
         if self._spool is not None:
             self._spool.discard_through(self._committed, keep=self._awaiting.values())
@@ -228,60 +230,81 @@ class SourceConsumer:
         keep this going."""
         subscription = self._subscribe()
         deadline = time.monotonic() + self.options.poll_timeout_ms / 1000 if wait else None
+        epoch = self._epoch()
+        # Buffered before a failover: the broker took them back and redelivers them.
+        self._buffer = {key: d for key, d in self._buffer.items() if d.epoch == epoch}
         for _ in range(self.options.prefetch + len(self._awaiting)):
             timeout = 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 message = subscription.get(timeout)
             except TimeoutError:
                 return
-            if self._take(message):
+            if self._take(_Delivery(message, epoch)):
                 deadline = None
 
-    def _take(self, message: BlockingMessage) -> bool:
-        """True if ``message`` is new (buffered), False if the source knew it already."""
+    def _take(self, delivery: _Delivery) -> bool:
+        """True if the message is new (buffered), False if the source knew it already."""
+        message = delivery.message
         key = message_key(message.destination, message.message_id, message.headers)
         if self._awaiting.pop(key, None) is not None:
             message.ack()
             return False
         pending = self._pending.get(key)
         if pending is not None:
-            pending.handle = message
+            pending.delivery = delivery
             return False
-        self._buffer[key] = message  # a redelivery of a buffered one replaces it
+        self._buffer[key] = delivery  # a redelivery of a buffered one replaces it
         return True
 
     def _number(self, room: int | None) -> None:
         """Give the next offsets to up to ``room`` buffered messages and spool them."""
-        chosen: list[tuple[str, BlockingMessage]] = []
-        for key, message in self._buffer.items():
+        chosen: list[tuple[str, _Delivery]] = []
+        for key, delivery in self._buffer.items():
             if room is not None and len(chosen) >= room:
                 break
-            if self._cutoff_ms is None or _stamp(message) <= self._cutoff_ms:
-                chosen.append((key, message))
+            if self._cutoff_ms is None or _stamp(delivery.message) <= self._cutoff_ms:
+                chosen.append((key, delivery))
         if not chosen:
             return
+        messages = [d.message for _, d in chosen]
         batch = message_batch(
-            [(m.destination, m.message_id, m.headers, m.body) for _, m in chosen], self._last + 1
+            [(m.destination, m.message_id, m.headers, m.body) for m in messages], self._last + 1
         )
         segment = self._spool.append(batch) if self._spool is not None else Segment.of(batch)
         self._segments.append(segment)
-        for offset, (key, message) in enumerate(chosen, segment.first):
+        for offset, (key, delivery) in enumerate(chosen, segment.first):
             del self._buffer[key]
-            self._pending[key] = _Pending(offset, message)
+            self._pending[key] = _Pending(offset, delivery)
         self._last = segment.last
 
-    def _acknowledge(self, handles: list[BlockingMessage]) -> bool:
-        """Acknowledge, the last one with a receipt (the broker handles a connection's frames
-        in order); True unless the connection failed over meanwhile, when some acks were
-        dropped by the client and the broker will redeliver those messages."""
-        if not handles or self._connection is None:
-            return not handles
-        connection = self._connection
-        before = connection.statistics().interruptions
-        for handle in handles[:-1]:
-            handle.ack()
-        handles[-1].ack(receipt=True)
-        return connection.statistics().interruptions == before
+    def _epoch(self) -> int:
+        return self._connection.statistics().interruptions if self._connection else 0
+
+    def _acknowledge(self, entries: dict[str, _Pending]) -> set[str]:
+        """Acknowledge what this connection delivered, the last with a receipt (the broker
+        handles a connection's frames in order); returns the keys whose ACK surely reached
+        the broker: none if the connection failed over meanwhile, since the client drops the
+        ACK of a message delivered before a failover and the broker redelivers it."""
+        epoch = self._epoch()
+        current = {
+            key: p.delivery.message
+            for key, p in entries.items()
+            if p.delivery is not None and p.delivery.epoch == epoch
+        }
+        if not current:
+            return set()
+        *others, last = current.values()
+        for message in others:
+            message.ack()
+        last.ack(receipt=True)
+        if self._epoch() == epoch:
+            return set(current)
+        log.warning(
+            "ferrymq source: the connection failed over while acknowledging %d messages; "
+            "their redeliveries will be acknowledged and dropped",
+            len(current),
+        )
+        return set()
 
     def _await(self, entries: dict[str, int]) -> None:
         """Committed messages whose acknowledgement did not (or may not) reach the broker."""
