@@ -117,6 +117,27 @@ async def listen_to_three(kind: type[ListingT], uri: str) -> ListingT:
         return agent
 
 
+async def held_back_then_announced(kind: type[ListingT], uri: str, delay_s: float) -> None:
+    """``service_failed`` removes a service at once and only once, ignores one never heard of,
+    and the service is announced again no sooner than ``delay_s`` (the URI's
+    ``initialReconnectDelay``) later."""
+    service = "stomp://127.0.0.1:7001"
+    listener = Recorder()
+    async with (
+        running_agent(kind, uri, listener=listener) as agent,
+        running_agent(kind, uri, service),
+    ):
+        await listener.wait_for(lambda: listener.services == {service}, "the broker")
+        agent.service_failed(service)
+        failed_at = asyncio.get_running_loop().time()
+        assert listener.services == set()  # removed at once
+        agent.service_failed(service)  # already removed: nothing more
+        agent.service_failed("stomp://127.0.0.1:1")  # never heard of: nothing
+        await listener.wait_for(lambda: listener.services == {service}, "its recovery")
+        assert listener.last("add", service) - failed_at >= delay_s
+        assert [what for what, _, _ in listener.events] == ["add", "remove", "add"]
+
+
 AGENT_PROCESS = """
 import asyncio, sys
 from ferrymq.client import DiscoveryListener

@@ -164,21 +164,7 @@ async def test_an_advertising_process_killed_with_sigkill_expires() -> None:
 
 async def test_a_failed_service_is_announced_again_after_the_delay() -> None:
     uri = fresh_agent_uri(keep_alive_ms=50, extra="&initialReconnectDelay=300")
-    service = "stomp://127.0.0.1:7001"
-    listener = Recorder()
-    async with (
-        running_agent(uri, listener=listener) as agent,
-        running_agent(uri, service),
-    ):
-        await listener.wait_for(lambda: listener.services == {service}, "the broker")
-        agent.service_failed(service)
-        failed_at = asyncio.get_running_loop().time()
-        assert listener.services == set()  # removed at once
-        agent.service_failed(service)  # already removed: nothing more
-        agent.service_failed("stomp://127.0.0.1:1")  # never heard: nothing
-        await listener.wait_for(lambda: listener.services == {service}, "its recovery")
-        assert listener.last("add", service) - failed_at >= 0.3
-        assert [what for what, _, _ in listener.events] == ["add", "remove", "add"]
+    await agents.held_back_then_announced(MulticastDiscoveryAgent, uri, 0.3)
 
 
 async def test_a_listener_that_raises_does_not_stop_the_agent(

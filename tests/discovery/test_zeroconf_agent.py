@@ -132,18 +132,7 @@ async def test_a_silent_advertiser_expires_and_is_found_again_when_it_answers() 
 
 async def test_a_failed_service_is_held_back_then_announced_again() -> None:
     uri = fresh_agent_uri(extra="&initialReconnectDelay=300")
-    service = "stomp://127.0.0.1:7001"
-    listener = Recorder()
-    async with running_agent(uri, listener=listener) as agent, running_agent(uri, service):
-        await listener.wait_for(lambda: listener.services == {service}, "the broker")
-        agent.service_failed(service)
-        failed_at = asyncio.get_running_loop().time()
-        assert listener.services == set()  # removed at once
-        agent.service_failed(service)  # already removed: nothing more
-        agent.service_failed("stomp://127.0.0.1:1")  # never seen: nothing
-        await listener.wait_for(lambda: listener.services == {service}, "its recovery")
-        assert listener.last("add", service) - failed_at >= 0.3
-        assert [what for what, _, _ in listener.events] == ["add", "remove", "add"]
+    await agents.held_back_then_announced(ZeroconfDiscoveryAgent, uri, 0.3)
 
 
 async def test_what_a_broker_publishes_is_ordinary_dns_sd() -> None:
