@@ -10,16 +10,22 @@ Loopback only: a fresh group per test, every agent pinned to ``lo``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import DiscoveryAgent, connect
+from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent
+from ferrymq.discovery.multicast_options import multicast_options
 from ferrymq.discovery.zeroconf import ZeroconfDiscoveryAgent
+from ferrymq.discovery.zeroconf_options import twin_options
 from ferrymq.testing import BrokerProcess, broker_config, free_port, running_broker
+from ferrymq.util.uri import parse_uri
 from tests.discovery.brokers import advertising_brokers, fail_over_among_advertised_brokers
 from tests.discovery.test_zeroconf_agent import fresh_agent_uri, fresh_group
 
@@ -114,3 +120,24 @@ async def test_a_broker_advertises_over_mdns_beside_multicast_and_alone(
       </transportConnectors></broker></beans>"""
     async with running_broker(broker_config(tmp_path / "data", xml=xml)) as broker:
         assert [type(agent) for agent in _advertising_agents(broker)] == kinds
+
+
+@pytest.mark.parametrize("zeroconf", ["", "&zeroconf=true"])
+async def test_an_mdns_twin_that_cannot_start_costs_a_warning_unless_required(
+    zeroconf: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"multicast://{fresh_group()}?networkInterface=lo{zeroconf}"
+    multicast = MulticastDiscoveryAgent(multicast_options(parse_uri(url), url=url), name=url)
+    twin = ZeroconfDiscoveryAgent(replace(twin_options(multicast.options), interface="nosuch0"))
+    advertiser = DiscoveryAdvertiser(list)
+    try:
+        if zeroconf:
+            with pytest.raises(DiscoveryAdvertiserError, match="no interface named 'nosuch0'"):
+                await advertiser._start_twin("test.xml:3", multicast, twin)
+        else:
+            with caplog.at_level(logging.WARNING):
+                assert not await advertiser._start_twin("test.xml:3", multicast, twin)
+            assert "advertising by multicast only" in caplog.text
+        assert advertiser.agents == []
+    finally:
+        await twin.stop()

@@ -9,7 +9,8 @@ connector gets its own agent, so different connectors can use different agents o
 A listener advertised through ``multicast://...`` is also registered over mDNS, by a zeroconf
 agent run beside the multicast one (``zeroconf.mdns_twin``): seed 000 Example 2.19 advertises a
 broker with ``discoveryUri="multicast://NEGroup"`` and Example 2.20 finds it with
-``discovery:(zeroconf://NEGroup)``. The URI option ``zeroconf=false`` leaves the twin out.
+``discovery:(zeroconf://NEGroup)``. The URI option ``zeroconf=false`` leaves the twin out;
+unless it says ``zeroconf=true``, a twin that cannot work here only costs a warning.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from ferrymq.client import ClientError, DiscoveryAgent
 from ferrymq.client.discovery import agent_for
+from ferrymq.discovery.multicast import MulticastDiscoveryAgent
 from ferrymq.discovery.zeroconf import mdns_twin
 from ferrymq.util.uri import AnyURI
 
@@ -50,13 +52,31 @@ class DiscoveryAdvertiser:
                 twin = mdns_twin(agent, url)
             except (ClientError, ValueError) as exc:
                 raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
-            for advertising in (agent,) if twin is None else (agent, twin):
-                try:
-                    await advertising.start(None)
-                except OSError as exc:
-                    raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
-                self.agents.append(advertising)
+            await self._start(where, agent)
+            if twin is not None and not await self._start_twin(where, agent, twin):
+                twin = None
             log.info("advertising %s through %s%s", url, name, "" if twin is None else " and mDNS")
+
+    async def _start(self, where: str, agent: DiscoveryAgent) -> None:
+        try:
+            await agent.start(None)
+        except OSError as exc:
+            raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
+        self.agents.append(agent)
+
+    async def _start_twin(self, where: str, agent: DiscoveryAgent, twin: DiscoveryAgent) -> bool:
+        """Start a multicast agent's mDNS twin; False (with a warning) if mDNS cannot work
+        here and the URI did not ask for it with ``zeroconf=true``, which keeps a broker that
+        advertised by multicast alone before starting as it did."""
+        required = isinstance(agent, MulticastDiscoveryAgent) and agent.options.zeroconf is True
+        try:
+            await self._start(where, twin)
+        except DiscoveryAdvertiserError as exc:
+            if required:
+                raise
+            log.warning("%s; advertising by multicast only", exc)
+            return False
+        return True
 
     async def stop(self) -> None:
         agents, self.agents = self.agents, []
