@@ -6,7 +6,8 @@ Spark calls the stream reader's driver-side methods one at a time on one long-li
 the first ``latest`` (never in a constructor: Spark builds readers in processes that must not
 consume). A message goes through three states, each keyed by ``rows.message_key``:
 
-* *buffered*: received, no offset yet (at most the subscription's prefetch of them);
+* *buffered*: received, no offset yet (at most the subscription's prefetch of them). After a
+  failover the broker redelivers what was buffered, so the stale copies are dropped;
 * *pending*: numbered and spooled, in a batch Spark may have planned but not yet committed.
   A redelivery of a pending message (after a failover or a restart) keeps its offset: only the
   handle to acknowledge it with is replaced;
@@ -41,6 +42,9 @@ from ferrymq.stomp.constants import ACK_CLIENT_INDIVIDUAL, TIMESTAMP
 log = logging.getLogger(__name__)
 
 AWAIT_RETIRE_S: Final = 60.0
+"""How long committed messages whose ACK may have been lost are remembered. A broker redelivers
+at once when a consumer (re)subscribes, so a redelivery comes within a few trigger intervals;
+one that never comes had its ACK after all (the client's own audit may also have taken it)."""
 DEFAULT_PREFETCH: Final = 1000
 DEFAULT_NUM_PARTITIONS: Final = 1
 DEFAULT_POLL_TIMEOUT_MS: Final = 1000

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -73,8 +74,22 @@ SOURCE_OPTIONS: Final = (
 )
 
 
+@dataclass(eq=False)
 class DataLossError(Exception):
-    """Spark replays a batch whose rows the spool no longer has."""
+    """Spark replays a batch whose rows the spool no longer has (``failOnDataLoss``)."""
+
+    spool_location: str
+    destination: str
+    first: int
+    last: int
+    found: int
+
+    def __str__(self) -> str:
+        return (
+            f"the spool at {self.spool_location} has {self.found} of the "
+            f"{self.last - self.first + 1} rows of offsets {self.first}..{self.last} of "
+            f"{self.destination} (set failOnDataLoss=false to go on without them)"
+        )
 
 
 def read_source_options(options: Mapping[str, str]) -> SourceOptions:
@@ -125,6 +140,8 @@ def _offset(value: Mapping[str, object]) -> int:
 
 
 class FerryMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark's side of the source; the module docstring says which method runs where."""
+
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.options = read_source_options(options)
         self.schema = check_schema(schema)
@@ -193,13 +210,12 @@ class FerryMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 last - first + 1,
             )
             return
-        message = (
-            f"the spool at {self.options.spool_location} has {found} of the "
-            f"{last - first + 1} rows of {where}"
+        error = DataLossError(
+            self.options.spool_location, self.options.connection.destination, first, last, found
         )
         if self.options.fail_on_data_loss:
-            raise DataLossError(f"{message} (set failOnDataLoss=false to go on without them)")
-        log.warning("ferrymq source: %s; going on without them (failOnDataLoss=false)", message)
+            raise error
+        log.warning("ferrymq source: %s; going on without them", error)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """On an executor: the rows are in the partition."""
