@@ -17,12 +17,11 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import Row, SparkSession
 
 from ferrymq.client import connect as connect_async
-from ferrymq.client.blocking import connect
-from ferrymq.core.destination import Destination
 from ferrymq.spark import register
 from ferrymq.spark.source import MESSAGE_SCHEMA
 from ferrymq.testing import BrokerThread, broker_config
 from ferrymq.testing.network import BrokerNetwork
+from tests.spark.queues import queue_depth, send_numbered
 
 QUEUE = "/queue/SPARK.ROWS"
 WAIT_S = 60
@@ -117,25 +116,11 @@ async def test_rows_carry_the_message_its_headers_and_the_brokers_it_crossed(
     assert forwarded["offset"] == 2
 
 
-def depth(broker: BrokerThread, name: str) -> int:
-    def read() -> int:
-        assert broker.broker is not None
-        queue = broker.broker.service.region.queues.get(Destination.queue(name))
-        return queue.depth if queue is not None else 0
-
-    return broker.call(read)
-
-
 def test_available_now_reads_batches_of_max_messages_per_trigger_and_empties_the_queue(
     broker: BrokerThread, tmp_path: Path, spark: SparkSession
 ) -> None:
     url = f"tcp://127.0.0.1:{broker.port}"
-    conn = connect(url)
-    try:
-        for n in range(25):
-            conn.send("/queue/SPARK.BATCHES", f"m{n}", persistent=True, receipt=n == 24)
-    finally:
-        conn.disconnect()
+    send_numbered(url, "/queue/SPARK.BATCHES", 25)
     register(spark)
     query = (
         spark.readStream.format("ferrymq")
@@ -156,7 +141,7 @@ def test_available_now_reads_batches_of_max_messages_per_trigger_and_empties_the
     rows = spark.table("batches").orderBy("offset").collect()
     assert [bytes(row["body"]).decode() for row in rows] == [f"m{n}" for n in range(25)]
     assert [row["offset"] for row in rows] == list(range(1, 26))
-    assert depth(broker, "SPARK.BATCHES") == 0  # the last batch too: acknowledged at the end
+    assert queue_depth(broker, "SPARK.BATCHES") == 0  # the last batch too: acknowledged at the end
     assert os.listdir(tmp_path / "spool") == ["committed"]
 
 
@@ -186,12 +171,7 @@ def test_a_durable_topic_subscription_keeps_what_was_published_while_the_query_w
         assert query.exception() is None
 
     run()  # subscribes durably; nothing published yet
-    conn = connect(url)
-    try:
-        for n in range(5):
-            conn.send("/topic/SPARK.PRICES", f"p{n}", persistent=True, receipt=True)
-    finally:
-        conn.disconnect()
+    send_numbered(url, "/topic/SPARK.PRICES", 5, prefix="p")
     run()
     rows = spark.read.parquet(str(tmp_path / "out")).orderBy("offset").collect()
     assert [bytes(row["body"]).decode() for row in rows] == [f"p{n}" for n in range(5)]

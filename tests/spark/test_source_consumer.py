@@ -12,11 +12,11 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from ferrymq.client.blocking import connect
-from ferrymq.core.destination import Destination
 from ferrymq.spark.consumer import SourceConsumer, SourceOptions
 from ferrymq.spark.options import ConnectionOptions
 from ferrymq.spark.spool import Spool, storage_for
 from ferrymq.testing import BrokerProcess, BrokerThread, broker_config
+from tests.spark.queues import queue_depth, send_numbered
 
 QUEUE = "/queue/SPARK.SOURCE"
 
@@ -32,23 +32,11 @@ def url(broker: BrokerThread) -> str:
 
 
 def produce(broker: BrokerThread, count: int, *, first: int = 0, pause_s: float = 0.0) -> None:
-    conn = connect(url(broker))
-    try:
-        for n in range(first, first + count):
-            conn.send(QUEUE, f"m{n}", persistent=True, receipt=n == first + count - 1)
-            if pause_s:
-                time.sleep(pause_s)
-    finally:
-        conn.disconnect()
+    send_numbered(url(broker), QUEUE, count, first=first, pause_s=pause_s)
 
 
 def depth(broker: BrokerThread) -> int:
-    def read() -> int:
-        assert broker.broker is not None
-        queue = broker.broker.service.region.queues.get(Destination.queue("SPARK.SOURCE"))
-        return queue.depth if queue is not None else 0
-
-    return broker.call(read)
+    return queue_depth(broker, "SPARK.SOURCE")
 
 
 def consumer(
@@ -226,12 +214,7 @@ def test_a_failover_loses_and_repeats_nothing(tmp_path: Path) -> None:
     the pending messages keep their offsets."""
     process = BrokerProcess(tmp_path / "data").start()
     try:
-        conn = connect(process.url)
-        try:
-            for n in range(30):
-                conn.send(QUEUE, f"m{n}", persistent=True, receipt=True)
-        finally:
-            conn.disconnect()
+        send_numbered(process.url, QUEUE, 30)
         source = SourceConsumer(
             SourceOptions(
                 ConnectionOptions(

@@ -21,9 +21,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from ferrymq.client.blocking import connect
-from ferrymq.core.destination import Destination
 from ferrymq.testing import BrokerThread, broker_config
+from tests.spark.queues import queue_depth, send_numbered
 
 DRIVER = Path(__file__).with_name("source_driver.py")
 QUEUE_NAME = "SPARK.CRASH"
@@ -36,24 +35,6 @@ WAIT_S = 180.0
 def broker(tmp_path: Path) -> Iterator[BrokerThread]:
     with BrokerThread(broker_config(tmp_path / "data")) as started:
         yield started
-
-
-def depth(broker: BrokerThread) -> int:
-    def read() -> int:
-        assert broker.broker is not None
-        queue = broker.broker.service.region.queues.get(Destination.queue(QUEUE_NAME))
-        return queue.depth if queue is not None else 0
-
-    return broker.call(read)
-
-
-def produce(url: str) -> None:
-    conn = connect(url)
-    try:
-        for n in range(COUNT):
-            conn.send(f"/queue/{QUEUE_NAME}", f"m{n}", persistent=True, receipt=n == COUNT - 1)
-    finally:
-        conn.disconnect()
 
 
 def start_driver(
@@ -95,7 +76,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_delivers_each_message_once
     broker: BrokerThread, tmp_path: Path, spark: SparkSession
 ) -> None:
     url = f"tcp://127.0.0.1:{broker.port}"
-    produce(url)
+    send_numbered(url, f"/queue/{QUEUE_NAME}", COUNT)
     workdir = tmp_path / "query"
     log = tmp_path / "driver.log"
 
@@ -108,7 +89,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_delivers_each_message_once
             time.sleep(0.05)
     finally:
         kill_group(first)
-    left = depth(broker)
+    left = queue_depth(broker, QUEUE_NAME)
     assert 0 < left < COUNT, f"the kill was not mid-way: {left} messages left"
 
     second = start_driver(url, workdir, log, available_now=True)
@@ -124,4 +105,4 @@ def test_a_killed_query_restarted_from_its_checkpoint_delivers_each_message_once
     assert sorted(bytes(row["body"]).decode() for row in rows) == sorted(
         f"m{n}" for n in range(COUNT)
     )
-    assert depth(broker) == 0
+    assert queue_depth(broker, QUEUE_NAME) == 0
