@@ -11,6 +11,7 @@ Loopback only: a fresh group per test, every agent pinned to ``lo``.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from ferrymq.broker import Broker
 from ferrymq.client import DiscoveryAgent, connect
 from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
+from ferrymq.discovery.advertiser import twin_for
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent
 from ferrymq.discovery.multicast_options import multicast_options
 from ferrymq.discovery.zeroconf import ZeroconfDiscoveryAgent
@@ -141,3 +143,18 @@ async def test_an_mdns_twin_that_cannot_start_costs_a_warning_unless_required(
         assert advertiser.agents == []
     finally:
         await twin.stop()
+
+
+def test_without_python_zeroconf_a_multicast_broker_advertises_by_multicast_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """python-zeroconf is the ``zeroconf`` extra: a broker installed without it keeps its
+    multicast advertising (the twin is skipped), unless the URI asks for ``zeroconf=true``."""
+    monkeypatch.setitem(sys.modules, "ferrymq.discovery.zeroconf", None)  # import fails
+    url = f"multicast://{fresh_group()}?networkInterface=lo"
+    agent = MulticastDiscoveryAgent(multicast_options(parse_uri(url), url=url), name=url)
+    assert twin_for(agent, "stomp://127.0.0.1:9101") is None
+    url += "&zeroconf=true"
+    agent = MulticastDiscoveryAgent(multicast_options(parse_uri(url), url=url), name=url)
+    with pytest.raises(ValueError, match="zeroconf=true needs python-zeroconf"):
+        twin_for(agent, "stomp://127.0.0.1:9101")

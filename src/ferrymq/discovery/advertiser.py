@@ -21,13 +21,30 @@ from collections.abc import Callable, Sequence
 from ferrymq.client import ClientError, DiscoveryAgent
 from ferrymq.client.discovery import agent_for
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent
-from ferrymq.discovery.zeroconf import mdns_twin
 from ferrymq.util.uri import AnyURI
 
 log = logging.getLogger(__name__)
 
 Advertised = tuple[str, AnyURI, str]
 """(where it is configured, the agent URI, the URL to advertise)."""
+
+
+def twin_for(agent: DiscoveryAgent, url: str) -> DiscoveryAgent | None:
+    """The mDNS twin advertising ``url`` beside ``agent`` (``zeroconf.mdns_twin``), or None.
+    python-zeroconf is the ``zeroconf`` extra: without it a multicast broker advertises by
+    multicast alone, as before twins existed, unless its URI says ``zeroconf=true``."""
+    if not isinstance(agent, MulticastDiscoveryAgent) or agent.options.zeroconf is False:
+        return None
+    try:
+        from ferrymq.discovery.zeroconf import mdns_twin  # python-zeroconf: only when installed
+    except ImportError as exc:
+        if agent.options.zeroconf:
+            raise ValueError(f"{agent.name}: zeroconf=true needs python-zeroconf: {exc}") from None
+        log.info(
+            "%s: %s is not advertised over mDNS (no python-zeroconf: %s)", agent.name, url, exc
+        )
+        return None
+    return mdns_twin(agent, url)
 
 
 class DiscoveryAdvertiserError(ValueError):
@@ -49,7 +66,7 @@ class DiscoveryAdvertiser:
             try:
                 agent = agent_for(agent_uri, url=name)
                 agent.register_service(url)
-                twin = mdns_twin(agent, url)
+                twin = twin_for(agent, url)
             except (ClientError, ValueError) as exc:
                 raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
             await self._start(where, agent)
