@@ -340,6 +340,10 @@ def test_bad_columns_and_options_fail_before_anything_is_sent(
         texts.write.format("ferrymq").option("url", url).option("destinaton", "/queue/b").mode(
             "append"
         ).save()
+    with pytest.raises(AnalysisException, match="ferrymq option 'mode': overwrite cannot"):
+        texts.write.format("ferrymq").option("url", url).option("destination", "/queue/b").mode(
+            "overwrite"
+        ).save()
     # A stream's writer is built when its first batch runs: the query stops there, unsent.
     query = (
         sinks.readStream.format("rate")

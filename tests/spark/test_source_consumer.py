@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 
 from ferrymq.client.blocking import connect

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 from pyspark.sql.types import StructType

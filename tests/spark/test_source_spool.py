@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 import pytest
 
 from ferrymq.spark.rows import message_batch

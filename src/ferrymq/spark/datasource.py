@@ -53,7 +53,12 @@ class FerryMQDataSource(DataSource):
         return FerryMQStreamWriter(dict(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from ferrymq.spark.options import OptionError
         from ferrymq.spark.sink import FerryMQBatchWriter
+
+        if overwrite:
+            # Kafka's sink refuses it too: sending cannot replace what a destination holds.
+            raise OptionError("mode", "overwrite cannot take back sent messages; use append")
 
         return FerryMQBatchWriter(dict(self.options), schema)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -33,8 +33,6 @@ from pyspark.sql.types import (
 
 from ferrymq.stomp import constants as h
 
-BROKER_PATH: Final = "JMSActiveMQBrokerPath"
-"""The brokers a message crossed, comma-separated, origin first (DESIGN.md)."""
 GROUP_SEQ: Final = "JMSXGroupSeq"
 
 OFFSET: Final = "offset"
@@ -119,7 +117,7 @@ def message_batch(
     from ``first_offset`` on."""
     columns: dict[str, list[Any]] = {field.name: [] for field in MESSAGE_SCHEMA.fields}
     for offset, (destination, message_id, headers, body) in enumerate(messages, first_offset):
-        path = headers.get(BROKER_PATH)
+        path = headers.get(h.BROKER_PATH)
         columns["destination"].append(destination)
         columns["message_id"].append(message_id)
         columns["body"].append(body)

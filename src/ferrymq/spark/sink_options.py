@@ -9,15 +9,12 @@ may be left out when every row names its own in a ``destination`` column.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
-from ferrymq.client import ClientError, connect
 from ferrymq.spark.options import (
     CLIENT_ID,
     CONNECTION_OPTIONS,
-    DESTINATION,
-    URL,
     ConnectionOptions,
     OptionError,
     OptionReader,
@@ -67,27 +64,15 @@ class SinkOptions:
 def sink_options(options: Mapping[str, str], *, stream: bool) -> SinkOptions:
     """Read and check the writer's ``options``; raises ``OptionError`` naming the option."""
     reader = OptionReader(options)
-    if reader.text(DESTINATION) is None:
-        # read_connection_options requires a destination; here rows may name theirs (the
-        # schema check says whether they do), so the connection is read with none.
-        reader = OptionReader({**options, DESTINATION: "/queue/-"})
-        connection = replace(read_connection_options(reader), destination=ROW_DESTINATIONS)
-    else:
-        connection = read_connection_options(reader)
+    connection = read_connection_options(reader, destination_required=False)
     if connection.client_id is not None:
         raise OptionError(
             CLIENT_ID,
             "is for a durable subscription; every sink task opens its own connection, and the "
             "broker refuses a second connection with the same client id",
         )
-    try:
-        connect(connection.url)  # the client's own check: scheme and URL options; opens nothing
-    except ClientError as exc:
-        raise OptionError(URL, str(exc)) from None
     max_in_flight = reader.integer(MAX_IN_FLIGHT, DEFAULT_MAX_IN_FLIGHT)
     receipt_timeout_ms = reader.integer(RECEIPT_TIMEOUT_MS, DEFAULT_RECEIPT_TIMEOUT_MS)
-    assert max_in_flight is not None
-    assert receipt_timeout_ms is not None
     write_id = reader.text(WRITE_ID)
     if stream:
         if write_id is not None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 from urllib.parse import urlparse
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from ferrymq.spark.rows import FULL_ARROW_SCHEMA, offsets_of
 
