@@ -42,8 +42,6 @@ from ferrymq.stomp import constants as h
 
 log = logging.getLogger(__name__)
 
-BROKER_PATH = "JMSActiveMQBrokerPath"
-
 # MESSAGE headers that describe the delivery, not the message: never forwarded.
 _DELIVERY_HEADERS = frozenset(
     {
@@ -297,8 +295,8 @@ def forwarded_headers(
 ) -> dict[str, str]:
     """The SEND headers that carry a delivered message on to the next broker."""
     out = {k: v for k, v in headers.items() if k not in _DELIVERY_HEADERS}
-    path = headers.get(BROKER_PATH)
-    out[BROKER_PATH] = f"{path},{source_broker_id}" if path else source_broker_id
+    path = headers.get(h.BROKER_PATH)
+    out[h.BROKER_PATH] = f"{path},{source_broker_id}" if path else source_broker_id
     key = headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or (
         f"{source_broker_id}:{headers.get(h.MESSAGE_ID, '')}"
     )

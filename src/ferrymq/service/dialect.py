@@ -31,7 +31,6 @@ TEMP_TOPIC_PREFIX = "/temp-topic/"
 REMOTE_TEMP_QUEUE_PREFIX = "/remote-temp-queue/"
 REMOTE_TEMP_TOPIC_PREFIX = "/remote-temp-topic/"
 
-BROKER_PATH = "JMSActiveMQBrokerPath"
 DELIVERY_COUNT = "JMSXDeliveryCount"
 
 # Headers that belong to the SEND frame, not to the message (ActiveMQ strips the same ones).
@@ -51,7 +50,7 @@ _FRAME_ONLY = frozenset(
         h.EXPIRES,
         h.TIMESTAMP,
         "JMSXUserID",
-        BROKER_PATH,
+        h.BROKER_PATH,
         DELIVERY_COUNT,
         h.FERRYMQ_PRODUCER_MESSAGE_ID,
     }
@@ -208,7 +207,7 @@ def message_from_send(
             expires = max(_int_value(name, value, 0), 0)
         elif name == h.TIMESTAMP:
             timestamp = _int_value(name, value, 0)
-        elif name == BROKER_PATH:
+        elif name == h.BROKER_PATH:
             path = value
         elif name == h.FERRYMQ_PRODUCER_MESSAGE_ID:
             producer_message_id = value or None
@@ -276,7 +275,7 @@ def standard_block(message: Message, version: str) -> bytes | None:
     block = head.encode()
     extra: list[tuple[str, str]] = []
     if message.broker_path:
-        extra.append((BROKER_PATH, ",".join(message.broker_path)))
+        extra.append((h.BROKER_PATH, ",".join(message.broker_path)))
     if message.producer_message_id is not None:
         extra.append((h.FERRYMQ_PRODUCER_MESSAGE_ID, message.producer_message_id))
     properties = message.properties
@@ -311,7 +310,7 @@ def message_headers(message: Message, names: TemporaryNames | None = None) -> di
     if message.original_destination is not None:
         headers[h.ORIGINAL_DESTINATION] = format_destination(message.original_destination)
     if message.broker_path:
-        headers[BROKER_PATH] = ",".join(message.broker_path)
+        headers[h.BROKER_PATH] = ",".join(message.broker_path)
     if message.producer_message_id is not None:
         headers[h.FERRYMQ_PRODUCER_MESSAGE_ID] = message.producer_message_id
     for name, value in message.properties.items():
