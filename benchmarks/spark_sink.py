@@ -29,6 +29,7 @@ from pathlib import Path
 from ferrymq.client.blocking import connect
 from ferrymq.spark import register
 from ferrymq.spark.producer import produce
+from ferrymq.spark.session import local_session
 from ferrymq.spark.sink_options import sink_options
 from ferrymq.spark.sink_schema import OutgoingMessage
 from ferrymq.testing import BrokerProcess
@@ -124,18 +125,7 @@ def main() -> None:
             rates = [with_broker(root, producer_case(window, count)) for _ in range(args.runs)]
             shown = ", ".join(f"{rate:,.0f}" for rate in rates)
             print(f"| {window} | {statistics.median(rates):,.0f} | {shown} |", flush=True)
-        from pyspark.sql import SparkSession
-
-        (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.log.level", "ERROR")
-            .getOrCreate()
-        )
-        register(SparkSession.builder.getOrCreate())
+        register(local_session("ferrymq-bench-sink"))
         print()
         print(f"| df.write of {args.rows:,} rows, local[2] | rows/s (median) | runs |")
         print("| --- | ---: | --- |")

@@ -11,13 +11,11 @@ WORKDIR/checkpoint and the spool beside it; prints ``started`` once the query ru
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
-from pyspark.sql import SparkSession
-
 from ferrymq.spark import register
+from ferrymq.spark.session import local_session
 
 MAX_MESSAGES_PER_TRIGGER = 1000
 
@@ -29,20 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("workdir")
     parser.add_argument("--available-now", action="store_true")
     args = parser.parse_args(argv)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder: SparkSession.Builder = SparkSession.builder
-    spark = (
-        builder.master("local[2]")
-        .appName("ferrymq-source-crash-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.log.level", "ERROR")
-        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .getOrCreate()
-    )
+    spark = local_session("ferrymq-source-crash-test", fast_start=True)
     register(spark)
     stream = (
         spark.readStream.format("ferrymq")

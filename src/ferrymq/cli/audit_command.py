@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         from pyspark.sql import SparkSession
 
         from ferrymq.spark.audit_job import run_audit
+        from ferrymq.spark.session import local_session
     except ModuleNotFoundError as exc:
         print(f"ferrymq audit: needs the spark extra ({exc})", file=sys.stderr)
         return 2
@@ -40,19 +41,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"ferrymq audit: no such directory: {path}", file=sys.stderr)
             return 2
     ours = SparkSession.getActiveSession() is None
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    if args.master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder: Any = SparkSession.builder
-    spark = (
-        builder.master(args.master)
-        .appName("ferrymq-audit")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.log.level", "WARN")
-        .getOrCreate()
+    spark = local_session(
+        "ferrymq-audit", master=args.master, shuffle_partitions=8, log_level="WARN"
     )
     try:
         report = run_audit(spark, args.traces, args.out)
