@@ -66,3 +66,37 @@ def test_a_refused_connection_stops_its_thread() -> None:
         with pytest.raises(ConnectFailedError):
             blocking.connect(f"tcp://127.0.0.1:{port}")
     assert client_threads() == []
+
+
+def batches(url: str) -> tuple[list[int], int, list[str]]:
+    """Take messages in batches, acknowledge a batch in one call, and see what is left."""
+    with blocking.connect(url) as conn:
+        sub = conn.subscribe("/queue/batches", ack="client-individual", prefetch=100)
+        for n in range(10):
+            conn.send("/queue/batches", f"m{n}", persistent=True, receipt=True)
+        taken: list[blocking.BlockingMessage] = []
+        sizes: list[int] = []
+        for _ in range(20):  # bounded: the ten arrive in a few batches
+            got = sub.get_many(4, timeout=5)
+            sizes.append(len(got))
+            taken += got
+            if len(taken) == 10:
+                break
+        assert [m.text for m in taken] == [f"m{n}" for n in range(10)]
+        empty = len(sub.get_many(4, timeout=0.05))
+        conn.ack_all(taken[:7], receipt=True)  # the last seven stay unacknowledged
+    with blocking.connect(url) as conn:
+        sub = conn.subscribe("/queue/batches", ack="auto")
+        left = [m.text for m in sub.get_many(10, timeout=5)]
+        for _ in range(10):
+            if len(left) >= 3:
+                break
+            left += [m.text for m in sub.get_many(10, timeout=5)]
+    return sizes, empty, left
+
+
+async def test_get_many_takes_batches_and_ack_all_acknowledges_in_one_call(url: str) -> None:
+    sizes, empty, left = await asyncio.to_thread(batches, url)
+    assert all(0 < size <= 4 for size in sizes)
+    assert empty == 0
+    assert left == ["m7", "m8", "m9"]

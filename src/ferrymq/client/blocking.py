@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -138,6 +138,12 @@ class BlockingSubscription:
     def get(self, timeout: float | None = None) -> BlockingMessage:
         """The next message; ``TimeoutError`` if none came within ``timeout`` seconds."""
         return BlockingMessage(self._loop.run(self.subscription.get(timeout)), self._loop)
+
+    def get_many(self, max_count: int, timeout: float | None = None) -> list[BlockingMessage]:
+        """Up to ``max_count`` messages in one call (``Subscription.get_many``); an empty list
+        if none came within ``timeout`` seconds."""
+        taken = self._loop.run(self.subscription.get_many(max_count, timeout))
+        return [BlockingMessage(message, self._loop) for message in taken]
 
     def __iter__(self) -> Iterator[BlockingMessage]:
         """Stops when the subscription is closed by the application or a browse is complete;
@@ -289,6 +295,13 @@ class BlockingConnection:
         )
         return BlockingSubscription(subscription, self._loop)
 
+    def ack_all(self, messages: Sequence[BlockingMessage], *, receipt: bool = False) -> None:
+        """Acknowledge ``messages`` in order, in one call; with ``receipt``, only the last ACK
+        asks for one: the broker handles a connection's frames in order, so its receipt means
+        every ACK before it was handled too."""
+        if messages:
+            self._loop.run(_ack_all([m.message for m in messages], receipt=receipt))
+
     def transaction(self) -> BlockingTransaction:
         return BlockingTransaction(self.connection.transaction(), self._loop)
 
@@ -314,6 +327,13 @@ class BlockingConnection:
 
     def __exit__(self, *exc_info: object) -> None:
         self.disconnect()
+
+
+async def _ack_all(messages: Sequence[Message], *, receipt: bool) -> None:
+    *others, last = messages
+    for message in others:
+        await message.ack()
+    await last.ack(receipt=receipt)
 
 
 async def _next(subscription: Subscription) -> Message | None:

@@ -178,6 +178,27 @@ class Subscription:
             raise ConnectionClosed(reason.message, error=reason.error)
         raise SubscriptionClosedError(f"subscription {self.id} to {self.destination} ended")
 
+    async def get_many(self, max_count: int, timeout: float | None = None) -> list[Message]:  # noqa: ASYNC109
+        """Up to ``max_count`` messages: the next one (waiting up to ``timeout`` seconds for it)
+        and those queued behind it, in order; an empty list if none came in time. One call
+        for a batch, so a consumer on another thread pays one hop per batch, not per message.
+
+        Once the subscription has ended and nothing is queued, raises as ``get`` does.
+        """
+        try:
+            taken = [await self.get(timeout)]
+        except TimeoutError:
+            return []
+        while len(taken) < max_count and not self._queue.empty():
+            item = self._queue.get_nowait()
+            if not isinstance(item, Message):
+                self._queue.put_nowait(item)  # the end: the next call raises why
+                break
+            if self.ack_mode == ACK_CLIENT:
+                self._taken.append(item)
+            taken.append(item)
+        return taken
+
     def __aiter__(self) -> Self:
         return self
 

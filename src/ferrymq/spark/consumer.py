@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Final
 
-import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow as pa
 
 from ferrymq.client.blocking import BlockingConnection, BlockingMessage, BlockingSubscription
 from ferrymq.spark.options import ConnectionOptions
@@ -237,28 +237,38 @@ class SourceConsumer:
         epoch = self._epoch()
         # Buffered before a failover: the broker took them back and redelivers them.
         self._buffer = {key: d for key, d in self._buffer.items() if d.epoch == epoch}
-        for _ in range(self.options.prefetch + len(self._awaiting)):
+        left = self.options.prefetch + len(self._awaiting)
+        while left > 0:
             timeout = 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                message = subscription.get(timeout)
-            except TimeoutError:
+            messages = subscription.get_many(left, timeout)
+            if not messages:
                 return
-            if self._take(_Delivery(message, epoch)):
+            left -= len(messages)
+            known = self._take([_Delivery(message, epoch) for message in messages])
+            if known < len(messages):
                 deadline = None
 
-    def _take(self, delivery: _Delivery) -> bool:
-        """True if the message is new (buffered), False if the source knew it already."""
-        message = delivery.message
-        key = message_key(message.destination, message.message_id, message.headers)
-        if self._awaiting.pop(key, None) is not None:
-            message.ack()
-            return False
-        pending = self._pending.get(key)
-        if pending is not None:
-            pending.delivery = delivery
-            return False
-        self._buffer[key] = delivery  # a redelivery of a buffered one replaces it
-        return True
+    def _take(self, deliveries: list[_Delivery]) -> int:
+        """Buffer the new messages; how many the source knew already (those committed are
+        acknowledged again, those pending get their new handle)."""
+        known = 0
+        redelivered: list[BlockingMessage] = []
+        for delivery in deliveries:
+            message = delivery.message
+            key = message_key(message.destination, message.message_id, message.headers)
+            if self._awaiting.pop(key, None) is not None:
+                redelivered.append(message)
+                known += 1
+                continue
+            pending = self._pending.get(key)
+            if pending is not None:
+                pending.delivery = delivery
+                known += 1
+                continue
+            self._buffer[key] = delivery  # a redelivery of a buffered one replaces it
+        if redelivered and self._connection is not None:
+            self._connection.ack_all(redelivered)
+        return known
 
     def _number(self, room: int | None) -> None:
         """Give the next offsets to up to ``room`` buffered messages and spool them."""
@@ -297,10 +307,8 @@ class SourceConsumer:
         }
         if not current:
             return set()
-        *others, last = current.values()
-        for message in others:
-            message.ack()
-        last.ack(receipt=True)
+        assert self._connection is not None  # current deliveries came on it
+        self._connection.ack_all(list(current.values()), receipt=True)
         if self._epoch() == epoch:
             return set(current)
         log.warning(
