@@ -15,23 +15,16 @@ Every wait is bounded. A machine without ActiveMQ fails here, saying what to ins
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import signal
-import subprocess
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ferrymq.client import connect
 from ferrymq.testing import broker_config, free_port, running_broker
+from ferrymq.testing.activemq import QUIET_LOG4J, ActiveMQProcess, ActiveMQUnavailableError
 from tests.discovery.test_multicast_agent import Recorder, fresh_agent_uri, running_agent
 
-ACTIVEMQ_HOME = Path("/usr/share/activemq")
-START_TIMEOUT_S = 120.0
-STOP_TIMEOUT_S = 30.0
 WAIT_S = 20.0
 BROKER_NAME = "amq-interop"
 
@@ -42,7 +35,7 @@ _ACTIVEMQ_XML = """<beans xmlns="http://www.springframework.org/schema/beans"
     http://activemq.apache.org/schema/core
     http://activemq.apache.org/schema/core/activemq-core.xsd">
   <broker xmlns="http://activemq.apache.org/schema/core" brokerName="{name}" useJmx="false"
-      persistent="false" dataDirectory="{data}">
+      persistent="false" dataDirectory="{{data}}">
     <networkConnectors>
       <networkConnector name="multicast" uri="{agent}"/>
     </networkConnectors>
@@ -53,126 +46,26 @@ _ACTIVEMQ_XML = """<beans xmlns="http://www.springframework.org/schema/beans"
 </beans>
 """
 
-# log4j 1.2 as Debian packages it: the start-up lines and the network connector's decisions.
-_LOG4J = """log4j.rootLogger=WARN, stdout
-log4j.logger.org.apache.activemq.broker.BrokerService=INFO
-log4j.logger.org.apache.activemq.network.DiscoveryNetworkConnector=INFO
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=%d{ISO8601} %-5p %c{1} - %m%n
-"""
-
-# What /usr/bin/activemq runs for "start", in the foreground (as benchmarks/compare.sh does).
-_JAVA_OPENS = [
-    "--add-reads=java.xml=java.logging",
-    *(
-        f"--add-opens={module}=ALL-UNNAMED"
-        for module in (
-            "java.base/java.security",
-            "java.base/java.net",
-            "java.base/java.lang",
-            "java.base/java.util",
-            "java.naming/javax.naming.spi",
-            "java.rmi/sun.rmi.transport.tcp",
-            "java.base/java.util.concurrent",
-            "java.base/java.util.concurrent.atomic",
-        )
-    ),
-]
+# The start-up lines and the network connector's decisions.
+_LOG4J = QUIET_LOG4J + "log4j.logger.org.apache.activemq.network.DiscoveryNetworkConnector=INFO\n"
 
 
-class ActiveMQ:
-    """An ActiveMQ broker as a child process; its output is kept, line by line."""
+class ActiveMQ(ActiveMQProcess):
+    """The module's ActiveMQ: its STOMP connector advertised through ``agent_uri``."""
 
     def __init__(self, base: Path, agent_uri: str) -> None:
-        self.base = base
         self.agent_uri = agent_uri
         self.port = free_port()
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._process: subprocess.Popen[str] | None = None
-        self._reader: threading.Thread | None = None
+        xml = _ACTIVEMQ_XML.format(
+            name=BROKER_NAME, agent=agent_uri.replace("&", "&amp;"), port=self.port
+        )
+        super().__init__(base, xml, broker_name=BROKER_NAME, log4j=_LOG4J)
 
     def start(self) -> None:
-        conf, data, tmp = self.base / "conf", self.base / "data", self.base / "tmp"
-        for directory in (conf, data, tmp):
-            directory.mkdir(parents=True, exist_ok=True)
-        agent = self.agent_uri.replace("&", "&amp;")
-        (conf / "activemq.xml").write_text(
-            _ACTIVEMQ_XML.format(name=BROKER_NAME, data=data, agent=agent, port=self.port)
-        )
-        (conf / "log4j.properties").write_text(_LOG4J)
-        java = shutil.which("java")
-        jar = ACTIVEMQ_HOME / "bin" / "activemq.jar"
-        if java is None or not jar.exists():
-            pytest.fail(
-                f"ActiveMQ 5.17 is needed for this test and is not installed ({jar} or java "
-                "missing): apt-get install activemq (make system-deps does it)"
-            )
-        command = [
-            java, "-Xms64m", "-Xmx256m", "-Djava.net.preferIPv4Stack=true", *_JAVA_OPENS,
-            f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}",
-            f"-Dactivemq.classpath={conf}", f"-Dactivemq.home={ACTIVEMQ_HOME}",
-            f"-Dactivemq.base={self.base}", f"-Dactivemq.conf={conf}",
-            f"-Dactivemq.data={data}", f"-Djava.io.tmpdir={tmp}",
-            "-jar", str(jar), "start", f"xbean:file:{conf / 'activemq.xml'}",
-        ]  # fmt: skip
-        self._process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            text=True,
-            cwd=self.base,
-            env={**os.environ, "ACTIVEMQ_OPTS": ""},
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        started = f"({BROKER_NAME}, "
-        if not self.wait_for_line(lambda line: started in line and "started" in line):
-            self.stop()
-            pytest.fail("ActiveMQ did not start:\n" + "".join(self.lines[-60:]))
-
-    def _read(self) -> None:
-        assert self._process is not None
-        assert self._process.stdout is not None
-        with (self.base / "activemq.log").open("w") as log:
-            for line in self._process.stdout:
-                log.write(line)
-                with self._changed:
-                    self.lines.append(line)
-                    self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
-    def wait_for_line(
-        self, wanted: Callable[[str], bool], timeout_s: float = START_TIMEOUT_S
-    ) -> bool:
-        """Until a line of output satisfies ``wanted`` (True) or ActiveMQ exits (False)."""
-        with self._changed:
-            return self._changed.wait_for(
-                lambda: any(wanted(line) for line in self.lines) or not self.running, timeout_s
-            ) and any(wanted(line) for line in self.lines)
-
-    def stop(self) -> None:
-        process = self._process
-        if process is None:
-            return
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
-        if self._reader is not None:
-            self._reader.join(10)
-        if process.stdout is not None:
-            process.stdout.close()
+        try:
+            super().start()
+        except ActiveMQUnavailableError as exc:
+            pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
