@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ferrymq.client.blocking import connect
+from benchmarks.spark import drained
+
 from ferrymq.spark import register
 from ferrymq.spark.producer import produce
 from ferrymq.spark.session import local_session
@@ -36,19 +37,6 @@ from ferrymq.testing import BrokerProcess
 
 BODY = b"x" * 100
 WINDOWS = (1, 10, 100, 1000)
-
-
-def drained(url: str, destination: str, expected: int) -> int:
-    """Take everything on ``destination``; how many there were (stops after 2 s of quiet)."""
-    count = 0
-    with connect(url) as connection:
-        subscription = connection.subscribe(destination, prefetch=5000)
-        while True:
-            try:
-                subscription.get(2.0 if count >= expected else 30.0)
-            except TimeoutError:
-                return count
-            count += 1
 
 
 def with_broker(root: Path, case: Callable[[str], float]) -> float:
