@@ -244,3 +244,27 @@ def test_a_failover_loses_and_repeats_nothing(tmp_path: Path) -> None:
             source.close()
     finally:
         process.stop()
+
+
+def test_a_selector_takes_only_matching_messages(broker: BrokerThread, tmp_path: Path) -> None:
+    """The ``selector`` option is the subscription's JMS selector: the others stay queued."""
+    with connect(url(broker)) as conn:
+        for n in range(10):
+            region = "EU" if n % 2 else "US"
+            last = n == 9
+            conn.send(QUEUE, f"m{n}", persistent=True, headers={"region": region}, receipt=last)
+    source = SourceConsumer(
+        SourceOptions(
+            ConnectionOptions(url(broker), QUEUE),
+            selector="region = 'EU'",
+            spool_location=str(tmp_path / "spool"),
+            poll_timeout_ms=500,
+        )
+    )
+    try:
+        end = latest_until(source, 0, None, 5)
+        assert bodies(source.rows(0, end)) == ["m1", "m3", "m5", "m7", "m9"]
+        assert source.latest(end, None) == end  # nothing else matches
+    finally:
+        source.close()
+    assert depth(broker) == 5  # the US ones, never taken
