@@ -61,9 +61,9 @@ def test_every_option_is_read_and_registry_wins_over_the_environment() -> None:
         "&useExponentialBackOff=true&backOffMultiplier=3&maxReconnectAttempts=4"
     )
     assert read == FabricOptions(
-        "g",
-        "postgresql://other@10.0.0.9/reg",
-        read.conninfo,
+        group="g",
+        registry="postgresql://other@10.0.0.9/reg",
+        conninfo=read.conninfo,
         keep_alive_interval_ms=100,
         lease_duration_ms=700,
         poll_interval_ms=50,

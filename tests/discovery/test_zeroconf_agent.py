@@ -25,6 +25,7 @@ from zeroconf.asyncio import AsyncZeroconf
 
 from ferrymq.client import DiscoveryListener
 from ferrymq.client.discovery import agent_for
+from ferrymq.discovery.advertiser import twin_for
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent
 from ferrymq.discovery.multicast_options import multicast_options
 from ferrymq.discovery.zeroconf import ZeroconfDiscoveryAgent, mdns_twin
@@ -196,8 +197,8 @@ def test_a_multicast_agent_has_an_mdns_twin_unless_it_cannot_or_is_told_not_to(
     assert twin is not None
     assert (twin.options.group, twin.options.interface, twin.options.ttl_s) == ("NEGroup", "lo", 5)
     assert "(its mDNS twin)" in twin.name
-    assert mdns_twin(multicast("multicast://NEGroup?zeroconf=false"), service) is None
-    assert mdns_twin(agent_for(parse_uri(fresh_agent_uri()), url="z"), service) is None
+    assert twin_for(multicast("multicast://NEGroup?zeroconf=false"), service) is None
+    assert twin_for(agent_for(parse_uri(fresh_agent_uri()), url="z"), service) is None
     with caplog.at_level(logging.WARNING):
         assert mdns_twin(multicast("multicast://default?group=a.b"), service) is None
     assert "not advertised over mDNS" in caplog.text

@@ -135,10 +135,10 @@ async def test_an_mdns_twin_that_cannot_start_costs_a_warning_unless_required(
     try:
         if zeroconf:
             with pytest.raises(DiscoveryAdvertiserError, match="no interface named 'nosuch0'"):
-                await advertiser._start_twin("test.xml:3", multicast, twin)
+                await advertiser._start_twin("test.xml:3", twin, required=True)
         else:
             with caplog.at_level(logging.WARNING):
-                assert not await advertiser._start_twin("test.xml:3", multicast, twin)
+                assert not await advertiser._start_twin("test.xml:3", twin, required=False)
             assert "advertising by multicast only" in caplog.text
         assert advertiser.agents == []
     finally:

@@ -47,6 +47,10 @@ def twin_for(agent: DiscoveryAgent, url: str) -> DiscoveryAgent | None:
     return mdns_twin(agent, url)
 
 
+def _twin_required(agent: DiscoveryAgent) -> bool:
+    return isinstance(agent, MulticastDiscoveryAgent) and agent.options.zeroconf is True
+
+
 class DiscoveryAdvertiserError(ValueError):
     """A ``discoveryUri`` that cannot be used; the message says where and why."""
 
@@ -70,7 +74,9 @@ class DiscoveryAdvertiser:
             except (ClientError, ValueError) as exc:
                 raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
             await self._start(where, agent)
-            if twin is not None and not await self._start_twin(where, agent, twin):
+            if twin is not None and not await self._start_twin(
+                where, twin, required=_twin_required(agent)
+            ):
                 twin = None
             log.info("advertising %s through %s%s", url, name, "" if twin is None else " and mDNS")
 
@@ -81,11 +87,10 @@ class DiscoveryAdvertiser:
             raise DiscoveryAdvertiserError(f"{where}: discoveryUri: {exc}") from None
         self.agents.append(agent)
 
-    async def _start_twin(self, where: str, agent: DiscoveryAgent, twin: DiscoveryAgent) -> bool:
+    async def _start_twin(self, where: str, twin: DiscoveryAgent, *, required: bool) -> bool:
         """Start a multicast agent's mDNS twin; False (with a warning) if mDNS cannot work
         here and the URI did not ask for it with ``zeroconf=true``, which keeps a broker that
         advertised by multicast alone before starting as it did."""
-        required = isinstance(agent, MulticastDiscoveryAgent) and agent.options.zeroconf is True
         try:
             await self._start(where, twin)
         except DiscoveryAdvertiserError as exc:

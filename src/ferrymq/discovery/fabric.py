@@ -35,7 +35,7 @@ import psycopg
 from ferrymq.client import DiscoveryListener
 from ferrymq.discovery.fabric_options import FabricOptions, fabric_options
 from ferrymq.discovery.fabric_registry import Notification, RegistryConnection
-from ferrymq.discovery.multicast import tell
+from ferrymq.discovery.multicast import hold_back, tell
 from ferrymq.discovery.multicast_services import Heard, RemoteServices
 from ferrymq.util.uri import AnyURI
 
@@ -144,12 +144,8 @@ class FabricDiscoveryAgent:
             await self._drop()
 
     def service_failed(self, uri: str) -> None:
-        if self._stopped or not self._started:
-            return
-        if self._services.failed(uri, asyncio.get_running_loop().time()):
-            delay = self._services.recovery_delay_ms(self._services.services[uri].failures)
-            log.info("%s: %s failed; not announced again for %d ms", self.name, uri, delay)
-            tell(self._listener, uri, added=False, name=self.name)
+        if not self._stopped and self._started:
+            hold_back(self._services, self._listener, uri, name=self.name)
 
     def statistics(self) -> FabricStatistics:
         return FabricStatistics(

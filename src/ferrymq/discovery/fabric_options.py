@@ -27,6 +27,7 @@ from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.options import int_value, option_error
 from ferrymq.discovery.agent_options import (
     HOLD_BACK_OPTIONS,
+    HoldBackSettings,
     OptionTable,
     read_options,
     refuse_path,
@@ -41,9 +42,10 @@ LIBPQ_URL_SCHEMES: Final = ("postgresql://", "postgres://")
 _REGISTRY_VALUE = re.compile(r"(?i)(\bregistry=)[^&)]*")
 
 
-@dataclass(frozen=True, slots=True)
-class FabricOptions:
-    """A fabric agent's settings."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FabricOptions(HoldBackSettings):
+    """A fabric agent's settings (the hold-back after ``service_failed`` as the multicast
+    agent's)."""
 
     group: str
     """The broker group (``fabric://GROUP``): brokers register under it, clients list it."""
@@ -59,17 +61,6 @@ class FabricOptions:
     poll_interval_ms: int = 1000
     """``pollInterval``: a listening agent reads the whole group this often, besides the
     notifications, to see expired leases and anything a lost notification missed."""
-    initial_reconnect_delay_ms: int = 5000
-    """``initialReconnectDelay``: how long a service reported failed is not announced again."""
-    max_reconnect_delay_ms: int = 30_000
-    """``maxReconnectDelay``: the longest such wait."""
-    use_exponential_back_off: bool = False
-    """``useExponentialBackOff``: multiply the wait by ``backOffMultiplier`` per failure."""
-    back_off_multiplier: float = 2.0
-    """``backOffMultiplier``."""
-    max_reconnect_attempts: int = 0
-    """``maxReconnectAttempts``: 0 announces a failed service again for ever; N gives it up
-    after N failures until it leaves the registry and comes back."""
 
     @property
     def uri(self) -> str:
@@ -123,7 +114,9 @@ def fabric_options(
     changes.pop("registry", None)
     _same_group(agent_uri.host, changes.pop("group", agent_uri.host), url)
     conninfo, registry = _registry(given, env, url)
-    options = replace(FabricOptions(agent_uri.host, registry, conninfo), **changes)
+    options = replace(
+        FabricOptions(group=agent_uri.host, registry=registry, conninfo=conninfo), **changes
+    )
     if options.lease_duration_ms <= options.keep_alive_interval_ms:
         raise option_error(
             url,

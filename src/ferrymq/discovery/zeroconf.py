@@ -45,7 +45,7 @@ from zeroconf._dns import DNSPointer, DNSQuestion, DNSService
 from zeroconf._protocol.outgoing import DNSOutgoing
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
-from ferrymq.client import DiscoveryAgent, DiscoveryListener
+from ferrymq.client import DiscoveryListener
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent, hold_back, tell
 from ferrymq.discovery.multicast_services import Heard, RemoteServices
 from ferrymq.discovery.zeroconf_options import (
@@ -366,14 +366,12 @@ def _interface_address(interface: str, name: str) -> str:
     raise OSError(errno.ENODEV, f"{name}: no interface named {interface!r} on this host")
 
 
-def mdns_twin(agent: DiscoveryAgent, service: str) -> ZeroconfDiscoveryAgent | None:
+def mdns_twin(agent: MulticastDiscoveryAgent, service: str) -> ZeroconfDiscoveryAgent | None:
     """The zeroconf agent that also advertises ``service`` for a broker advertising it through
-    ``agent``, or None: seed 000 Example 2.19/2.20 make a broker's ``multicast://NEGroup``
-    discoverable by ``zeroconf://NEGroup`` clients. Only multicast agents have a twin, unless
-    their URI says ``zeroconf=false``; one whose group or service cannot be an mDNS name has
-    none (with a warning), or raises ``ValueError`` if the URI says ``zeroconf=true``."""
-    if not isinstance(agent, MulticastDiscoveryAgent) or agent.options.zeroconf is False:
-        return None
+    the multicast ``agent`` (seed 000 Example 2.19/2.20 make a broker's
+    ``multicast://NEGroup`` discoverable by ``zeroconf://NEGroup`` clients), or None when the
+    group or the service cannot be an mDNS name (with a warning); raises ``ValueError`` then if
+    the URI says ``zeroconf=true``. The advertiser decides whether there is to be a twin."""
     try:
         twin = ZeroconfDiscoveryAgent(
             twin_options(agent.options), name=f"{agent.name} (its mDNS twin)"

@@ -28,7 +28,7 @@ Options beyond ActiveMQ's (``group``, ``weight``, ``priority``, ``localhost``):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Final
 
 from ferrymq.client.errors import BrokerURLError
@@ -168,9 +168,5 @@ def twin_options(multicast: MulticastOptions) -> ZeroconfOptions:
         group=check_group(multicast.group),
         interface=multicast.join_on,
         ttl_s=max(MIN_TTL_S, math.ceil(multicast.expiry_ms / 1000)),
-        initial_reconnect_delay_ms=multicast.initial_reconnect_delay_ms,
-        max_reconnect_delay_ms=multicast.max_reconnect_delay_ms,
-        use_exponential_back_off=multicast.use_exponential_back_off,
-        back_off_multiplier=multicast.back_off_multiplier,
-        max_reconnect_attempts=multicast.max_reconnect_attempts,
+        **{setting.name: getattr(multicast, setting.name) for setting in fields(HoldBackSettings)},
     )
