@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final, Self
 
 from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, UsageError
@@ -48,9 +49,14 @@ AuditKey = tuple[str, str]
 
 
 def audit_key(event: MessageEvent) -> AuditKey:
-    """The same message whichever broker delivers it: the producer's id for it (a re-sent
-    copy has the same), else the broker's message id."""
-    return (event.destination, event.headers.get(FERRYMQ_PRODUCER_MESSAGE_ID) or event.message_id)
+    """The same message whichever broker delivers it (``message_audit_key``)."""
+    return message_audit_key(event.destination, event.message_id, event.headers)
+
+
+def message_audit_key(destination: str, message_id: str, headers: Mapping[str, str]) -> AuditKey:
+    """The identity of a message across redeliveries, failovers and brokers: its destination
+    and the producer's id for it (a re-sent copy has the same), else the broker's message id."""
+    return (destination, headers.get(FERRYMQ_PRODUCER_MESSAGE_ID) or message_id)
 
 
 class _End:

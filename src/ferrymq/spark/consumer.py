@@ -4,7 +4,8 @@ given to them, the spool, and the acknowledgements (docs/spark.md "How it works"
 Spark calls the stream reader's driver-side methods one at a time on one long-lived instance
 (reference spark.md §1.4); this object lives there, created at the first call. It connects at
 the first ``latest`` (never in a constructor: Spark builds readers in processes that must not
-consume). A message goes through three states, each keyed by ``rows.message_key``:
+consume). A message goes through three states, each keyed by the client's audit key
+(``message_audit_key``: the same for every redelivery of a message):
 
 * *buffered*: received, no offset yet (at most the subscription's prefetch of them). After a
   failover the broker redelivers what was buffered, so the stale copies are dropped;
@@ -34,8 +35,9 @@ from typing import Final
 import pyarrow as pa
 
 from ferrymq.client.blocking import BlockingConnection, BlockingMessage, BlockingSubscription
+from ferrymq.client.subscription import AuditKey, message_audit_key
 from ferrymq.spark.options import ConnectionOptions
-from ferrymq.spark.rows import message_batch, message_key, message_keys
+from ferrymq.spark.rows import message_batch, message_keys
 from ferrymq.spark.spool import Segment, Spool, SpoolContents, storage_for
 from ferrymq.stomp.constants import ACK_CLIENT_INDIVIDUAL, TIMESTAMP
 
@@ -115,12 +117,12 @@ class SourceConsumer:
         self._committed = contents.committed
         self._last = contents.committed
         self._segments: list[Segment] = []
-        self._pending: dict[str, _Pending] = {}
-        self._awaiting: dict[str, int] = {}
+        self._pending: dict[AuditKey, _Pending] = {}
+        self._awaiting: dict[AuditKey, int] = {}
         """Key -> offset of the messages in the *awaiting* state."""
         self._retire_at: float | None = None
         """When to forget ``_awaiting`` (monotonic)."""
-        self._buffer: dict[str, _Delivery] = {}
+        self._buffer: dict[AuditKey, _Delivery] = {}
         for segment in contents.segments:
             for offset, key in enumerate(message_keys(segment.batch), segment.first):
                 if offset <= self._committed:
@@ -255,7 +257,7 @@ class SourceConsumer:
         redelivered: list[BlockingMessage] = []
         for delivery in deliveries:
             message = delivery.message
-            key = message_key(message.destination, message.message_id, message.headers)
+            key = message_audit_key(message.destination, message.message_id, message.headers)
             if self._awaiting.pop(key, None) is not None:
                 redelivered.append(message)
                 known += 1
@@ -272,7 +274,7 @@ class SourceConsumer:
 
     def _number(self, room: int | None) -> None:
         """Give the next offsets to up to ``room`` buffered messages and spool them."""
-        chosen: list[tuple[str, _Delivery]] = []
+        chosen: list[tuple[AuditKey, _Delivery]] = []
         for key, delivery in self._buffer.items():
             if room is not None and len(chosen) >= room:
                 break
@@ -294,7 +296,7 @@ class SourceConsumer:
     def _epoch(self) -> int:
         return self._connection.statistics().interruptions if self._connection else 0
 
-    def _acknowledge(self, entries: dict[str, _Pending]) -> set[str]:
+    def _acknowledge(self, entries: dict[AuditKey, _Pending]) -> set[AuditKey]:
         """Acknowledge what this connection delivered, the last with a receipt (the broker
         handles a connection's frames in order); returns the keys whose ACK surely reached
         the broker: none if the connection failed over meanwhile, since the client drops the
@@ -318,7 +320,7 @@ class SourceConsumer:
         )
         return set()
 
-    def _await(self, entries: dict[str, int]) -> None:
+    def _await(self, entries: dict[AuditKey, int]) -> None:
         """Committed messages whose acknowledgement did not (or may not) reach the broker."""
         if entries:
             self._awaiting.update(entries)

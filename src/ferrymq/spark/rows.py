@@ -31,9 +31,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ferrymq.client.subscription import AuditKey, message_audit_key
 from ferrymq.stomp import constants as h
-
-GROUP_SEQ: Final = "JMSXGroupSeq"
 
 OFFSET: Final = "offset"
 MESSAGE_SCHEMA: Final = StructType(
@@ -134,7 +133,7 @@ def message_batch(
         columns["expires"].append(_epoch_us(headers.get(h.EXPIRES)))
         columns["persistent"].append(_flag(headers.get(h.PERSISTENT)) or False)
         columns["group_id"].append(headers.get(h.JMSX_GROUP_ID))
-        columns["group_seq"].append(_int(headers.get(GROUP_SEQ)))
+        columns["group_seq"].append(_int(headers.get(h.JMSX_GROUP_SEQ)))
         columns[OFFSET].append(offset)
     arrays = [pa.array(columns[field.name], type=field.type) for field in FULL_ARROW_SCHEMA]
     return pa.RecordBatch.from_arrays(arrays, schema=FULL_ARROW_SCHEMA)
@@ -156,10 +155,11 @@ def offsets_of(batch: pa.RecordBatch) -> tuple[int, int]:
     return int(column[0].as_py()), int(column[len(column) - 1].as_py())
 
 
-def message_keys(batch: pa.RecordBatch) -> list[str]:
-    """``message_key`` of each row of a full batch (read back from its headers)."""
+def message_keys(batch: pa.RecordBatch) -> list[AuditKey]:
+    """The audit key (``message_audit_key``) of each row of a full batch, read back from its
+    headers: the identity the source keeps a message by across redeliveries and failovers."""
     return [
-        message_key(destination or "", message_id or "", dict(headers))
+        message_audit_key(destination or "", message_id or "", dict(headers))
         for destination, message_id, headers in zip(
             batch.column("destination").to_pylist(),
             batch.column("message_id").to_pylist(),
@@ -167,10 +167,3 @@ def message_keys(batch: pa.RecordBatch) -> list[str]:
             strict=True,
         )
     ]
-
-
-def message_key(destination: str, message_id: str, headers: Mapping[str, str]) -> str:
-    """The identity of a message across redeliveries and failovers, as the client's duplicate
-    audit has it: its destination and the producer's id for it when it has one (a re-sent copy
-    carries the same), else the broker's message id."""
-    return f"{destination} {headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or message_id}"

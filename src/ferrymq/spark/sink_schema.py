@@ -41,7 +41,6 @@ DESTINATION: Final = "destination"
 HEADERS: Final = "headers"
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
-JMSX_GROUP_SEQ: Final = "JMSXGroupSeq"
 
 DROPPED_HEADERS: Final = frozenset(
     {
@@ -142,7 +141,7 @@ HEADER_COLUMNS: Final = (
     HeaderColumn("type", h.TYPE, (StringType,), _text, "JMSType"),
     HeaderColumn("reply_to", h.REPLY_TO, (StringType,), _text, "JMSReplyTo destination"),
     HeaderColumn("group_id", h.JMSX_GROUP_ID, (StringType,), _text, "JMSXGroupID"),
-    HeaderColumn("group_seq", JMSX_GROUP_SEQ, _INTEGRAL, _text, "JMSXGroupSeq"),
+    HeaderColumn("group_seq", h.JMSX_GROUP_SEQ, _INTEGRAL, _text, "JMSXGroupSeq"),
     HeaderColumn("priority", h.PRIORITY, _INTEGRAL, _priority, "JMSPriority 0-9"),
     HeaderColumn("persistent", h.PERSISTENT, (BooleanType,), _boolean, "delivery mode"),
     HeaderColumn("expires", h.EXPIRES, (TimestampType, *_INTEGRAL), _expires, "ms since the epoch"),
