@@ -206,10 +206,10 @@ async def test_an_outage_of_the_registry_empties_no_list_and_ends_in_re_registra
             caplog.set_level(logging.INFO, "ferrymq.discovery.fabric")
             await proxy.cut()  # every connection dropped, and new ones refused
             await stays_dead.stop()  # cannot deregister: its lease lapses instead
-            await asyncio.sleep(2.5)  # over two leases: A's lease lapses as well
+            # A's lease lapses as well (its renewals cannot reach the registry).
+            await wait_until(lambda: registry.alive("g") == [], WAIT_S, "both leases to lapse")
             assert listener.services == {A, B}  # nobody removed while the registry is away
             assert not client.statistics().connected
-            assert registry.alive("g") == []
             await proxy.start()  # the registry is back, on the same address
             back = asyncio.get_running_loop().time()
             await wait_until(

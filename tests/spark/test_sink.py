@@ -107,19 +107,26 @@ def test_a_broker_that_stops_receipting_fails_the_task_in_bounded_time(tmp_path:
     options = sink_options(
         {"url": broker.url, "maxInFlight": "10", "receiptTimeoutMs": "1000"}, stream=False
     )
-    messages = (OutgoingMessage("/queue/slow", b"x", {PMID: f"s:{i}"}) for i in range(10**6))
+    sending = threading.Event()
+
+    def messages() -> Iterator[OutgoingMessage]:
+        for i in range(10**6):
+            if i == 100:  # past the first window: connected and receipted
+                sending.set()
+            yield OutgoingMessage("/queue/slow", b"x", {PMID: f"s:{i}"})
+
     outcome: list[BaseException | ProducerReport] = []
 
     def send() -> None:
         try:
-            outcome.append(produce(options, messages))
+            outcome.append(produce(options, messages()))
         except BaseException as exc:
             outcome.append(exc)
 
     sender = threading.Thread(target=send)
     sender.start()
     try:
-        time.sleep(1.0)  # connected and sending by now
+        assert sending.wait(WAIT_S), "the task never got going"
         broker.pause()
         sender.join(WAIT_S)
         assert not sender.is_alive(), "the task still waits for a receipt"
