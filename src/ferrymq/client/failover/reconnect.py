@@ -13,7 +13,6 @@ the move, instead of being replayed and stored twice on two brokers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass, replace
@@ -114,10 +113,17 @@ class Reconnector:
         return True
 
     def interrupted(self) -> None:
-        """The link being restored is gone: stop waiting for its answers."""
+        """The link being restored is gone: its answers will not come.
+
+        The waiters fail with ``ConnectionClosed`` rather than being cancelled: a cancelled
+        child of the ``gather`` that ``restore`` awaits would come out of it as a
+        ``CancelledError``, which the supervisor would take for its own cancellation and end
+        without a word, leaving the connection waiting for ever.
+        """
         waiters, self.replay_waiters = self.replay_waiters, {}
         for waiter, _ in waiters.values():
-            waiter.cancel()
+            if not waiter.done():
+                waiter.set_exception(ConnectionClosed("the connection was lost"))
 
     async def recover(self) -> None:
         if self.t.link is not None or self.t.failure is not None:
@@ -246,12 +252,20 @@ class Reconnector:
             for receipt in [r for r, (w, _) in self.replay_waiters.items() if w in waiters]:
                 del self.replay_waiters[receipt]
             for waiter in waiters:
+                if waiter.done() and not waiter.cancelled():
+                    waiter.exception()  # seen: a failure already reached restore's caller
                 waiter.cancel()
         self.t.replayed += len(plan.subscriptions) + len(plan.commands)
 
     async def wait_for(self, link: Link, work: asyncio.Future[Any]) -> None:
         """Await ``work``; raise ``ConnectionClosed`` if ``link`` dies first or no answer
-        comes within the connect timeout (then ``link`` is aborted)."""
+        comes within the connect timeout (then ``link`` is aborted), and ``work``'s own error
+        (a refusal: ``BrokerErrorFrame``) if it fails.
+
+        ``work`` ending cancelled, or with a ``CancelledError`` (a gather with a cancelled
+        child), means its answers were given up on: that is the link's loss, never a
+        cancellation of this task, which ``asyncio.wait`` lets through untouched.
+        """
         lost = asyncio.ensure_future(link.lost.wait())
         try:
             await asyncio.wait(
@@ -259,12 +273,17 @@ class Reconnector:
             )
         finally:
             lost.cancel()
-        if work.done() and not work.cancelled():
-            work.result()  # raises a refusal (BrokerErrorFrame)
+        if work.done():
+            error = asyncio.CancelledError() if work.cancelled() else work.exception()
+            if isinstance(error, asyncio.CancelledError):
+                raise ConnectionClosed("the connection was lost")
+            if error is not None:
+                raise error
             return
         work.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await work
+        await asyncio.wait([work])  # let it settle; a cancellation of this task goes through
+        if not work.cancelled():
+            work.exception()  # seen (it finished while being cancelled)
         if link.lost.is_set():
             raise ConnectionClosed("the connection was lost")
         link.transport.abort()

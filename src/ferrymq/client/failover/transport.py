@@ -154,6 +154,7 @@ class FailoverTransport:
         self._runner = asyncio.get_running_loop().create_task(
             self._run(), name=f"ferrymq-failover {self.url}"
         )
+        self._runner.add_done_callback(self._supervisor_done)
         assert link.connected is not None
         return link.connected
 
@@ -352,6 +353,26 @@ class FailoverTransport:
             self._fail(ConnectionClosed(f"failover transport failed: {group.exceptions[0]!r}"))
         finally:
             await self.standbys.close()
+
+    def _supervisor_done(self, task: asyncio.Task[None]) -> None:
+        """The supervisor ended. Only a close (which sets ``failure`` first) or a failure it
+        reported may end it; anything else would leave the connection waiting for a broker
+        that nobody looks for, so it fails the connection: the application's next call
+        raises and a blocked ``get()`` wakes with the error."""
+        if self.failure is not None:
+            return
+        if task.cancelled():
+            reason = "it was cancelled, but not by a close"
+        elif (error := task.exception()) is not None:
+            reason = repr(error)
+        else:
+            reason = "it returned"
+        log.error(
+            "failover transport %s: the reconnect loop ended unexpectedly: %s", self.url, reason
+        )
+        self._fail(
+            ConnectionClosed(f"{self.url}: the reconnect loop ended unexpectedly ({reason})")
+        )
 
     async def _serve(self) -> None:
         while self.failure is None:
