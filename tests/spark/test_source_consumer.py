@@ -16,6 +16,7 @@ from ferrymq.spark.consumer import SourceConsumer, SourceOptions
 from ferrymq.spark.options import ConnectionOptions
 from ferrymq.spark.spool import Spool, storage_for
 from ferrymq.testing import BrokerProcess, BrokerThread, broker_config
+from ferrymq.testing.scripted import CloseOn, Forward, ScriptedStompServer
 from tests.spark.queues import queue_depth, send_numbered
 
 QUEUE = "/queue/SPARK.SOURCE"
@@ -244,6 +245,45 @@ def test_a_failover_loses_and_repeats_nothing(tmp_path: Path) -> None:
             source.close()
     finally:
         process.stop()
+
+
+def test_a_restore_cut_by_a_dropped_connection_loses_and_repeats_nothing(
+    broker: BrokerThread, tmp_path: Path
+) -> None:
+    """The driver's failover connection dies; the next one answers CONNECTED and drops as the
+    subscription is restored (``ScriptedStompServer``); the one after serves. Every message
+    is read once, at the offset it first had, and all are acknowledged (issue 13, item 2)."""
+    produce(broker, 20)
+    with ScriptedStompServer(broker.port, [Forward(), CloseOn("SUBSCRIBE")]) as server:
+        source = SourceConsumer(
+            SourceOptions(
+                ConnectionOptions(
+                    f"failover:({server.url})?initialReconnectDelay=10&maxReconnectDelay=100",
+                    QUEUE,
+                ),
+                spool_location=str(tmp_path / "spool"),
+                poll_timeout_ms=2000,
+            )
+        )
+        try:
+            latest_until(source, 0, 10, 10)
+            source.acknowledge_through(10)  # 1..10 committed and acknowledged
+            server.drop()
+            server.wait_closed_on(1)
+            end = latest_until(source, 10, None, 10)
+            assert end == 20
+            assert bodies(source.rows(10, end)) == [f"m{n}" for n in range(10, 20)]
+            source.acknowledge_through(end)
+            source.latest(end, None)  # redeliveries of 1..10 whose ACKs the drop took
+            assert source.statistics().awaiting == 0
+            for _ in range(50):
+                if depth(broker) == 0:
+                    break
+                time.sleep(0.1)
+            assert depth(broker) == 0
+            assert server.accepted == 3
+        finally:
+            source.close()
 
 
 def test_a_selector_takes_only_matching_messages(broker: BrokerThread, tmp_path: Path) -> None:

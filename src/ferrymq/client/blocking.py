@@ -102,6 +102,11 @@ class BlockingMessage:
     def ack_id(self) -> str | None:
         return self.message.ack_id
 
+    @property
+    def generation(self) -> int:
+        """The connection's ``generation`` when it arrived (``Message.generation``)."""
+        return self.message.generation
+
     def ack(
         self, *, transaction: BlockingTransaction | str | None = None, receipt: bool = False
     ) -> None:
@@ -227,6 +232,11 @@ class BlockingConnection:
 
     def statistics(self) -> ConnectionStatistics:
         return self.connection.statistics()
+
+    @property
+    def generation(self) -> int:
+        """As ``Connection.generation``."""
+        return self.connection.generation
 
     def on_interrupted(self, callback: Callable[[], None]) -> Callable[[], None]:
         """As ``Connection.on_interrupted``; ``callback`` runs on the client's own thread."""

@@ -136,6 +136,13 @@ class Connection:
         return self._transport.remote_url
 
     @property
+    def generation(self) -> int:
+        """How many times the transport lost its broker. A message whose ``generation`` is
+        this one arrived on the broker the connection is on now, so its ACK reaches the
+        broker; an older one's is not sent (the broker redelivers the message)."""
+        return self._transport.generation
+
+    @property
     def closed(self) -> bool:
         return self.state is ConnectionState.CLOSED
 

@@ -74,8 +74,8 @@ class _Delivery:
 
     message: BlockingMessage
     epoch: int
-    """The connection's failover count before it arrived: an ACK only reaches the broker if
-    none happened since (the client drops the ACK of a message from before a failover)."""
+    """The connection's ``generation`` it arrived on: an ACK only reaches the broker if no
+    failover happened since (the client drops the ACK of a message from before a failover)."""
 
 
 @dataclass(slots=True)
@@ -236,8 +236,8 @@ class SourceConsumer:
         keep this going."""
         subscription = self._subscribe()
         deadline = time.monotonic() + self.options.poll_timeout_ms / 1000 if wait else None
-        epoch = self._epoch()
         # Buffered before a failover: the broker took them back and redelivers them.
+        epoch = self._epoch()
         self._buffer = {key: d for key, d in self._buffer.items() if d.epoch == epoch}
         left = self.options.prefetch + len(self._awaiting)
         while left > 0:
@@ -246,7 +246,10 @@ class SourceConsumer:
             if not messages:
                 return
             left -= len(messages)
-            known = self._take([_Delivery(message, epoch) for message in messages])
+            # Each keeps the generation it arrived on, not the one this call began with: a
+            # failover during the wait would make the later ones look stale for ever (their
+            # ACKs dropped, yet the broker never redelivering them on this connection).
+            known = self._take([_Delivery(message, message.generation) for message in messages])
             if known < len(messages):
                 deadline = None
 
@@ -294,7 +297,7 @@ class SourceConsumer:
         self._last = segment.last
 
     def _epoch(self) -> int:
-        return self._connection.statistics().interruptions if self._connection else 0
+        return self._connection.generation if self._connection else 0
 
     def _acknowledge(self, entries: dict[AuditKey, _Pending]) -> set[AuditKey]:
         """Acknowledge what this connection delivered, the last with a receipt (the broker
