@@ -27,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "network": {"client", "config", "stomp", "util", "core.destination"},
     "discovery": {"client", "util"},
     "spark": {"client", "stomp", "util"},
-    "testing": {"broker", "config", "core", "service", "store", "util", "client"},
+    "testing": {"broker", "config", "core", "service", "store", "stomp", "util", "client"},
 }
 
 PURE = {"stomp", "core"}
