@@ -517,7 +517,10 @@ def _notify(callbacks: list[Callback], what: str) -> None:
     for callback in list(callbacks):
         try:
             callback()
-        except Exception:
+        except (Exception, asyncio.CancelledError):
+            # A callback runs inside the transport's bookkeeping, not in a task of its own: a
+            # CancelledError from it (a cancelled future's result) is its bug, not a
+            # cancellation of whoever called, and must not cut that bookkeeping short.
             log.exception("an on_%s callback failed", what)
 
 

@@ -35,6 +35,7 @@ from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, Usa
 from ferrymq.client.message import Message
 from ferrymq.stomp.constants import ACK_AUTO, ACK_CLIENT, BROWSER, FERRYMQ_PRODUCER_MESSAGE_ID
 from ferrymq.stomp.events import MessageEvent
+from ferrymq.util.aio import bounded
 
 if TYPE_CHECKING:
     from ferrymq.client.connection import Connection
@@ -261,9 +262,15 @@ class Subscription:
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        if not self.connection.closed:
-            await self.unsubscribe()
+    async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if self.connection.closed:
+            return
+        if exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
+            # No receipt, and not for long: with no broker to write to, a failover connection
+            # would otherwise hold the cancellation until one comes back.
+            await bounded(self.unsubscribe(receipt=False))
+            return
+        await self.unsubscribe()
 
     def __repr__(self) -> str:
         return (

@@ -133,6 +133,8 @@ class TcpTransport:
         self._writable = asyncio.Event()
         self._writable.set()
         self._closed: ConnectionClosed | None = None
+        self._aborted = False
+        """``abort`` was called: the end of the connection is its owner's doing."""
         self._send_interval_ms = 0
         self._receive_timeout_ms = 0
         self._last_read = self._last_write = 0.0
@@ -276,7 +278,7 @@ class TcpTransport:
         finally:
             self._mark_closed(error or ConnectionClosed("connection closed"))
             await self._close_socket()
-        if error is not None and self._listener is not None:
+        if error is not None and self._listener is not None and not self._aborted:
             self._listener.on_closed(error)
 
     async def _read_loop(self) -> None:
@@ -381,6 +383,9 @@ class TcpTransport:
         self._writable.set()
 
     def abort(self) -> None:
+        # On 3.11 a reader failing in the same loop turn wins over the cancel in the runner's
+        # TaskGroup; the owner that aborted must not hear of that as a lost connection.
+        self._aborted = True
         self._mark_closed(ConnectionClosed("connection closed by the application"))
         if self._runner is not None:
             self._runner.cancel()

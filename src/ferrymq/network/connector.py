@@ -81,6 +81,10 @@ class NetworkConnector:
         self.agent = discovery_agent(config)
         self.bridges: dict[str, NetworkBridge] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._removed: set[str] = set()
+        """Services withdrawn while their bridge ran: it is not retried. A flag, not
+        ``cancelling()``: 3.11's TaskGroup can leave a failed bridge's task counted as
+        cancelled, or let its failure win over the cancel."""
         self._stopping = False
 
     @property
@@ -119,6 +123,7 @@ class NetworkConnector:
     def on_service_remove(self, uri: str) -> None:
         task = self._tasks.get(uri)
         if task is not None and task is not asyncio.current_task():
+            self._removed.add(uri)
             task.cancel()
 
     async def _run_bridge(self, uri: str, bridge: NetworkBridge) -> None:
@@ -135,6 +140,9 @@ class NetworkConnector:
             log.warning("network connector %s: bridge to %s failed: %s", self.name, uri, exc)
         finally:
             self._tasks.pop(uri, None)
+            if uri in self._removed:
+                self._removed.discard(uri)
+                retry = False
             if self.bridges.get(uri) is bridge and not retry:
                 del self.bridges[uri]
         if retry and not self._stopping:

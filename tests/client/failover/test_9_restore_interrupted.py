@@ -185,3 +185,42 @@ async def test_ferrymq_consume_keeps_consuming_across_a_cut_restore(
     lines += rest.decode().splitlines()
     assert process.returncode == 0, err.decode()
     assert lines == [f"m{n}" for n in range(10)]
+
+
+async def test_an_interrupted_callback_that_raises_cancelled_does_not_stop_the_failover(
+    broker_port: int, dies_then_drops_restore: ScriptedStompServer, consumer: Connection
+) -> None:
+    """An ``on_interrupted`` callback's stray ``CancelledError`` (a cancelled future's
+    result) is logged like any callback error; the reconnect it ran inside still happens."""
+
+    def callback() -> None:
+        raise asyncio.CancelledError
+
+    consumer.on_interrupted(callback)
+    subscription = await consumer.subscribe(QUEUE, ack="client-individual")
+    dies_then_drops_restore.drop()
+    await send(broker_port, 0, 2)
+    assert await take(subscription, 2) == ["m0", "m1"]
+
+
+async def test_cancelling_a_consumer_while_no_broker_is_up_ends_it_promptly(
+    broker_port: int,
+) -> None:
+    """The UNSUBSCRIBE of ``async with subscription`` on the way out of a cancelled task is
+    not held until a broker comes back (the failover connection has none)."""
+    with ScriptedStompServer(broker_port, [Forward()], then=Refuse()) as server:
+        async with await connect(f"failover:({server.url})?{FAST}") as connection:
+
+            async def consume() -> None:
+                async with await connection.subscribe(QUEUE) as subscription:
+                    await subscription.get()
+
+            task = asyncio.create_task(consume())
+            await wait_until(lambda: connection.statistics().subscriptions == 1)
+            server.drop()
+            await wait_until(lambda: connection.statistics().interruptions == 1)
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=WAIT_S)
+            assert done == {task}
+            assert task.cancelled()
+            await connection.close()

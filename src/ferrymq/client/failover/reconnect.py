@@ -144,6 +144,7 @@ class Reconnector:
         failures = 0
         last_error = "no broker to try"
         while True:
+            self._check_open()
             pass_number = failures + 1
             delay_ms = self.t.policy.delay_before_pass_ms(
                 pass_number, startup=startup, jitter=self.t.rng.random()
@@ -159,6 +160,7 @@ class Reconnector:
             if not candidates:
                 await asyncio.sleep(EMPTY_PASS_FLOOR_S)
             for uri in candidates:
+                self._check_open()
                 started = loop.time()
                 if not startup:
                     self.t.reconnect_attempts += 1
@@ -194,6 +196,12 @@ class Reconnector:
                     failures,
                     last_error,
                 )
+
+    def _check_open(self) -> None:
+        """A closed transport stops looking for a broker, even if a cancellation of the loop
+        was lost on the way (3.11 drops one that races a completing future)."""
+        if self.t.failure is not None:
+            raise GaveUpError(0, f"the connection is closed ({self.t.failure})")
 
     async def promote_standby(self) -> Link | None:
         loop = asyncio.get_running_loop()

@@ -300,9 +300,11 @@ class FailoverTransport:
             self._fail(error)
             return
         log.warning("connection to %s lost: %s", link.url, error)
-        self.interrupt()
         if role is Role.CURRENT:
+            # Queued before the application's callbacks run: whatever they do, the reconnect
+            # loop has its request.
             self.requests.put_nowait(Lost(link))
+        self.interrupt()
 
     def detach(self, link: Link) -> None:
         if self.link is link:
