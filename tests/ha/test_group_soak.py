@@ -51,12 +51,13 @@ class Tally:
                 await self._changed.wait()
 
 
-async def _produce(connection: Connection, bodies: list[str]) -> None:
+async def produce(connection: Connection, bodies: list[str], queue: str = "/queue/soak") -> None:
+    """Persistent sends, each waiting for its receipt, at most ``IN_FLIGHT`` at a time."""
     slots = asyncio.Semaphore(IN_FLIGHT)
 
     async def one(body: str) -> None:
         async with slots:
-            await connection.send("/queue/soak", body, persistent=True)
+            await connection.send(queue, body, persistent=True)
 
     async with asyncio.TaskGroup() as tasks:
         for body in bodies:
@@ -84,7 +85,7 @@ async def soak(brokers: list[BrokerProcess], rejoin: Rejoin = _restart_as_slave)
     takeovers: list[float] = []
     async with asyncio.TaskGroup() as tasks:
         consuming = tasks.create_task(tally.run())
-        producing = tasks.create_task(_produce(producer, bodies))
+        producing = tasks.create_task(produce(producer, bodies))
         for kill in range(1, KILLS + 1):
             goal = COUNT * kill // (KILLS + 1)
             await tally.until(lambda: len(tally.counts) >= goal)  # noqa: B023 - awaited now

@@ -656,8 +656,13 @@ class StompConnection:
                     self._arm()
                     return
                 if wait.cancelled() or wait.exception() is not None:
-                    # The store failed: what depended on it must not be confirmed.
-                    self._fail("The broker's store failed; the operation was not completed", None)
+                    # The store failed (its lock was lost, or the disk): the broker stops
+                    # serving. What depended on the write is not confirmed, and the connection
+                    # closes without an ERROR, as ActiveMQ's does when it stops its connectors:
+                    # a failover client takes that for the loss of the broker and replays what
+                    # it had in flight on the next one, where an ERROR would be the
+                    # application's failure; a plain client sees the broker go away.
+                    self.close("the broker's store failed; the operation was not completed")
                     return
             outbox.popleft()
             self._write(data, auto)
