@@ -53,6 +53,19 @@ def consumer(
     )
 
 
+def failover_source(broker_url: str, spool: Path) -> SourceConsumer:
+    """A spooling source on ``failover:(broker_url)`` that reconnects within 200 ms."""
+    return SourceConsumer(
+        SourceOptions(
+            ConnectionOptions(
+                f"failover:({broker_url})?initialReconnectDelay=20&maxReconnectDelay=200", QUEUE
+            ),
+            spool_location=str(spool),
+            poll_timeout_ms=2000,
+        )
+    )
+
+
 def bodies(batches: list[pa.RecordBatch]) -> list[str]:
     return [body.decode() for batch in batches for body in batch.column("body").to_pylist()]
 
@@ -216,16 +229,7 @@ def test_a_failover_loses_and_repeats_nothing(tmp_path: Path) -> None:
     process = BrokerProcess(tmp_path / "data").start()
     try:
         send_numbered(process.url, QUEUE, 30)
-        source = SourceConsumer(
-            SourceOptions(
-                ConnectionOptions(
-                    f"failover:({process.url})?initialReconnectDelay=20&maxReconnectDelay=200",
-                    QUEUE,
-                ),
-                spool_location=str(tmp_path / "spool"),
-                poll_timeout_ms=2000,
-            )
-        )
+        source = failover_source(process.url, tmp_path / "spool")
         try:
             latest_until(source, 0, 10, 10)
             latest_until(source, 10, 10, 10)  # 1..10 acknowledged, 11..20 pending
@@ -255,16 +259,7 @@ def test_a_restore_cut_by_a_dropped_connection_loses_and_repeats_nothing(
     is read once, at the offset it first had, and all are acknowledged (issue 13, item 2)."""
     produce(broker, 20)
     with ScriptedStompServer(broker.port, [Forward(), CloseOn("SUBSCRIBE")]) as server:
-        source = SourceConsumer(
-            SourceOptions(
-                ConnectionOptions(
-                    f"failover:({server.url})?initialReconnectDelay=10&maxReconnectDelay=100",
-                    QUEUE,
-                ),
-                spool_location=str(tmp_path / "spool"),
-                poll_timeout_ms=2000,
-            )
-        )
+        source = failover_source(server.url, tmp_path / "spool")
         try:
             latest_until(source, 0, 10, 10)
             source.acknowledge_through(10)  # 1..10 committed and acknowledged
