@@ -1,5 +1,9 @@
 """The ``MessageStore`` conformance suite, written against the protocol only.
 
+``Recovery.last_seq`` is a floor for the seqs the broker hands out next: at least every seq the
+store has seen, possibly more (the SQLite store starts each term above ``epoch << 40``), so the
+suite checks that it covers what was used and never goes backwards, not its exact value.
+
 A backend's test module subclasses ``StoreConformance`` and provides a ``store_factory`` fixture:
 each call returns a new, unstarted store on the *same* location (directory, database, storage), so
 "restart" is ``stop()`` then ``store_factory().start()``.  The fixture stops what it created.
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Protocol
 
 import pytest
@@ -92,7 +97,8 @@ class StoreConformance:
     async def test_start_on_empty(self, store_factory: StoreFactory) -> None:
         store = store_factory()
         recovery = await store.start()
-        assert recovery == Recovery()
+        assert replace(recovery, last_seq=0) == Recovery()
+        assert recovery.last_seq >= 0
         assert await store.load(QUEUE_A, 0, 10) == []
         assert store.statistics().pending_operations == 0
 
@@ -119,7 +125,7 @@ class StoreConformance:
                 QUEUE_B, count=1, bytes=len(b"message 3"), first_seq=3, last_seq=3
             ),
         }
-        assert recovery.last_seq == 3
+        assert recovery.last_seq >= 3
         assert await store.load(QUEUE_A, 0, 10) == [
             StoredMessage(QUEUE_A, 1, b"x" * 10, False),
             StoredMessage(QUEUE_A, 2, b"y" * 20, False),
@@ -225,14 +231,16 @@ class StoreConformance:
         await store.write([add(10)])
         await store.write([RemoveMessage(QUEUE_A, 10)])
         store, recovery = await restart(store, store_factory)
-        assert recovery.last_seq == 10
+        assert recovery.last_seq >= 10
         assert recovery.containers == {}
-        await store.write([add(20, persistent=False)])
-        await store.write([add(15)])
+        used = recovery.last_seq
+        await store.write([add(used + 20, persistent=False)])
+        await store.write([add(used + 15)])
         store, recovery = await restart(store, store_factory)
-        assert recovery.last_seq == 20  # the dropped spooled message's seq was used too
+        assert recovery.last_seq >= used + 20  # the dropped spooled message's seq was used too
+        floor = recovery.last_seq
         store, recovery = await restart(store, store_factory)
-        assert recovery.last_seq == 20
+        assert recovery.last_seq >= floor
 
     async def test_producer_id_window(self, store_factory: StoreFactory) -> None:
         store = store_factory(producer_id_window=5)
@@ -266,7 +274,7 @@ class StoreConformance:
         store, recovery = await restart(store, store_factory)
         assert recovery.containers[QUEUE_A].count == 1
         assert recovery.producer_message_ids == ["gone"]  # a duplicate of it is still a duplicate
-        assert recovery.last_seq == 2
+        assert recovery.last_seq >= 2
 
     async def test_remove_then_add_again_in_one_batch(self, store_factory: StoreFactory) -> None:
         store = store_factory()
@@ -293,7 +301,7 @@ class StoreConformance:
         recovery = await store.start()
         assert seqs(await store.load(QUEUE_A, 0, 10)) == [1]
         assert recovery.destinations == [QUEUE_A]
-        assert recovery.last_seq == 1
+        assert recovery.last_seq >= 1
 
     async def test_write_takes_the_batch_at_call_time(self, store_factory: StoreFactory) -> None:
         store = store_factory()

@@ -111,14 +111,18 @@ async def test_unusable_directory_names_the_path(tmp_path: Path) -> None:
 
 async def test_failed_commit_breaks_the_store(store: SqliteStore) -> None:
     await store.write([add(1)])
-    with sqlite3.connect(store.path) as other:  # a real failure: the table vanishes under it
+    # The store holds its database in EXCLUSIVE locking mode: nothing else can change it under
+    # the store, so the failure comes from a value SQLite cannot store (beyond 64 bits).
+    other = sqlite3.connect(store.path, timeout=0.1)
+    with pytest.raises(sqlite3.OperationalError, match="database is locked"):
         other.execute("DROP TABLE messages")
     other.close()
-    group = [store.write([add(seq)]) for seq in range(2, 12)]
+    unstorable = AddMessage(QUEUE_A, 2, b"x", expiration=2**64)
+    group = [store.write([unstorable]), *(store.write([add(seq)]) for seq in range(3, 12))]
     results = await asyncio.gather(*group, return_exceptions=True)
     assert all(isinstance(r, StoreError) for r in results)
     assert str(store.path) in str(results[0])
-    assert "no such table" in str(results[0])
+    assert "too large" in str(results[0])
     with pytest.raises(StoreError, match="refuses further writes"):
         await store.write([add(20)])
     with pytest.raises(StoreError, match="refuses further writes"):

@@ -156,6 +156,12 @@ class LockLostError(StoreError):
     every later write (DESIGN.md "Fencing")."""
 
 
+class StoreBusyError(StoreError):
+    """The store cannot be opened now because another process holds its database (for the
+    SQLite store: a paused or deposed master that has not closed it yet).  Unlike other start
+    failures it may pass: a broker that holds the group's lock retries the open."""
+
+
 class MessageStore(Protocol):
     async def start(self) -> Recovery:
         """Open (creating if needed), drop spooled non-persistent rows, report what is stored."""

@@ -13,7 +13,16 @@ A failed transaction fails every future of its group and breaks the store: later
 fail with ``StoreError`` instead of building on state that may not be on disk.
 
 The directory is guarded by ``<dir>/lock`` (KahaDB's name), taken in ``start`` and released by the
-writer thread after it closed the database.
+writer thread after it closed the database.  The database itself is held in SQLite's EXCLUSIVE
+locking mode from open to close, and fenced by an epoch row (``sqlite_db``).  A write group runs
+``fence`` (the master/slave locker's cheap check) -> ``BEGIN IMMEDIATE`` -> the epoch
+check-and-write -> apply -> ``fence`` again -> ``COMMIT``.  A database that another process holds
+makes ``start`` raise ``StoreBusyError`` after ``BUSY_TIMEOUT_S``.
+
+**Test hook.**  ``FERRYMQ_TEST_HOLD_BEFORE_COMMIT=<path>`` (read once, by ``start``): while the file
+at ``<path>`` exists, a write group that has applied its writes stops before its final fence
+check and ``COMMIT``, writes ``<path>.held`` (removed again on resuming) and waits until
+``<path>`` is removed, so a process test can hold a master exactly there.  Unset, nothing is held.
 """
 
 from __future__ import annotations
@@ -21,7 +30,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import logging
+import os
 import queue
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +45,7 @@ from ferrymq.store.base import (
     DEFAULT_PRODUCER_ID_WINDOW,
     LockLostError,
     Recovery,
+    StoreBusyError,
     StoredMessage,
     StoreError,
     StoreOp,
@@ -40,10 +53,15 @@ from ferrymq.store.base import (
 )
 from ferrymq.store.coalesce import WritePlan
 from ferrymq.store.lockfile import LockFile
-from ferrymq.store.sqlite_db import SqliteDatabase
+from ferrymq.store.sqlite_db import BUSY_TIMEOUT_S, SqliteDatabase, is_busy
+
+log = logging.getLogger(__name__)
 
 DATABASE_FILE = "ferrymq.db"
 LOCK_FILE = "lock"
+HOLD_BEFORE_COMMIT_ENV = "FERRYMQ_TEST_HOLD_BEFORE_COMMIT"
+"""The test hook's environment variable (module docstring)."""
+HOLD_POLL_S = 0.01
 SYNCHRONOUS_MODES = frozenset({"EXTRA", "FULL", "NORMAL", "OFF"})
 """``PRAGMA synchronous``; FULL fsyncs the WAL at every commit, so a receipt survives power loss."""
 
@@ -107,9 +125,10 @@ class SqliteStore:
         fence: Callable[[], None] | None = None,
     ) -> None:
         """``lock=False``: the directory's ``lock`` file is held by a master/slave locker
-        instead of the store.  ``fence`` runs on the writer thread before every commit and
-        raises ``LockLostError`` when this broker no longer holds the group's lock, so a
-        deposed master cannot write (it must be cheap: it runs once per group commit)."""
+        instead of the store.  ``fence`` runs on the writer thread before each write
+        transaction begins and again just before its commit, and raises ``LockLostError``
+        when this broker no longer holds the group's lock, so a deposed master cannot write
+        (it must be cheap: it runs twice per group commit)."""
         if synchronous.upper() not in SYNCHRONOUS_MODES:
             raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS_MODES)}")
         if producer_id_window < 0:
@@ -120,6 +139,7 @@ class SqliteStore:
         self._window = producer_id_window
         self._lock: LockFile | None = LockFile(self._directory / LOCK_FILE) if lock else None
         self._fence = fence
+        self._hold_path: Path | None = None
         self._state = _State.NEW
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -153,6 +173,8 @@ class SqliteStore:
                 f"store {self._directory} is locked by another broker "
                 f"(lock file {self._directory / LOCK_FILE})"
             )
+        hold = os.environ.get(HOLD_BEFORE_COMMIT_ENV)
+        self._hold_path = Path(hold) if hold else None
         loop = self._loop = asyncio.get_running_loop()
         opened: asyncio.Future[Recovery] = loop.create_future()
         self._thread = threading.Thread(
@@ -240,18 +262,9 @@ class SqliteStore:
 
     def _run(self, opened: asyncio.Future[Recovery]) -> None:
         try:
-            try:
-                db = SqliteDatabase.open(self._path, self._synchronous, self._window)
-            except Exception as e:
-                self._post([(opened, _Failed(f"cannot open store database {self._path}: {e}"))])
+            db = self._open(opened)
+            if db is None:
                 return
-            try:
-                recovery = db.recover()
-            except Exception as e:
-                db.close()
-                self._post([(opened, _Failed(f"cannot recover store database {self._path}: {e}"))])
-                return
-            self._post([(opened, recovery)])
             stop = None
             while stop is None:
                 jobs = [self._queue.get()]
@@ -266,6 +279,32 @@ class SqliteStore:
         finally:
             if self._lock is not None:
                 self._lock.release()
+
+    def _open(self, opened: asyncio.Future[Recovery]) -> SqliteDatabase | None:
+        """Open and recover, settling ``opened`` either way; None if that failed."""
+        db = None
+        try:
+            db = SqliteDatabase.open(self._path, self._synchronous, self._window)
+            recovery = db.recover()
+        except Exception as e:
+            if db is not None:
+                db.close()
+            self._post([(opened, self._open_failure(e, recovered=db is not None))])
+            return None
+        log.info("store database %s opened at epoch %d", self._path, db.epoch)
+        self._post([(opened, recovery)])
+        return db
+
+    def _open_failure(self, error: Exception, *, recovered: bool) -> _Failed:
+        if isinstance(error, sqlite3.Error) and is_busy(error):
+            return _Failed(
+                f"store database {self._path} is held by another process (probably a paused "
+                f"or deposed master that has not closed it yet): {error} after "
+                f"{BUSY_TIMEOUT_S:g} s",
+                StoreBusyError,
+            )
+        verb = "recover" if recovered else "open"
+        return _Failed(f"cannot {verb} store database {self._path}: {error}")
 
     def _run_group(self, db: SqliteDatabase, jobs: list[_Job]) -> _Stop | None:
         """Apply a drained group in one transaction; settle its futures with one loop call."""
@@ -294,20 +333,15 @@ class SqliteStore:
                     plan.add(job.ops)
                     continue
                 if plan:
-                    if not in_transaction:
-                        db.begin()
-                        in_transaction = True
-                    db.apply(plan)
+                    in_transaction = self._apply(db, plan, in_transaction)
                     plan = WritePlan()
                 job.result = db.load(job.container, job.from_seq, job.limit)
             if plan:
-                if not in_transaction:
-                    db.begin()
-                    in_transaction = True
-                db.apply(plan)
+                in_transaction = self._apply(db, plan, in_transaction)
             if in_transaction:
+                self._hold_before_commit()
                 if self._fence is not None:
-                    self._fence()
+                    self._fence()  # as late as possible: the window left is COMMIT itself
                 db.commit()
         except LockLostError as e:
             with contextlib.suppress(Exception):
@@ -329,3 +363,24 @@ class SqliteStore:
             self._last_commit_ms = elapsed_ms
             self._total_commit_ms += elapsed_ms
         return [(job.future, job.result if isinstance(job, _Load) else None) for job in work]
+
+    def _apply(self, db: SqliteDatabase, plan: WritePlan, in_transaction: bool) -> bool:
+        """Apply ``plan``, beginning the group's transaction first if needed: the locker's
+        fence, then ``BEGIN IMMEDIATE`` and the epoch check, before any write."""
+        if not in_transaction:
+            if self._fence is not None:
+                self._fence()
+            db.begin()
+        db.apply(plan)
+        return True
+
+    def _hold_before_commit(self) -> None:
+        """The test hook (module docstring); returns at once unless a test asked for a hold."""
+        path = self._hold_path
+        if path is None or not path.exists():
+            return
+        held = path.with_name(f"{path.name}.held")
+        held.write_text(f"{os.getpid()}\n")
+        while path.exists():
+            time.sleep(HOLD_POLL_S)
+        held.unlink(missing_ok=True)

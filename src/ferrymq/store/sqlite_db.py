@@ -3,6 +3,22 @@
 Everything here runs on the store's writer thread and blocks; ``sqlite.py`` owns the thread, the
 queue and the futures.  Transactions are explicit (``isolation_level=None``) so one group of batches
 is one ``BEGIN IMMEDIATE`` … ``COMMIT``.
+
+**Locking.**  The connection sets ``PRAGMA locking_mode=EXCLUSIVE`` before its first access, so
+SQLite never creates the ``-shm`` shared-memory wal-index (SQLite's "Write-Ahead Logging", "Use
+of WAL Without Shared-Memory": WAL needs shared memory, which a network file system does not
+share between hosts, unless EXCLUSIVE mode is set first) and holds its exclusive lock on the
+database file until the connection closes: while one store has the database open, another
+cannot open it (``SQLITE_BUSY``; the store reports ``StoreBusyError``).
+
+**The epoch.**  ``meta`` holds ``('epoch', N)``; every recovery increments it, and every write
+transaction begins (right after ``BEGIN IMMEDIATE``, before any other statement) by checking
+and rewriting it: a connection that finds another epoch was fenced out by a later opener and
+raises ``LockLostError`` without touching the data, as the PostgreSQL store's lease check does.
+Keys cannot collide across terms either: producer-id rows take their ids from SQLite, and
+message seqs are partitioned by epoch (``SEQ_EPOCH_SHIFT``).  Where SQLite's lock works, the
+exclusive lock already keeps a second writer out; the epoch check guards a writer that reads the
+current database, and cannot see past a connection's own cache (see docs/master-slave.md).
 """
 
 from __future__ import annotations
@@ -13,10 +29,30 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any
 
-from ferrymq.store.base import ContainerState, DurableSubscriptionRecord, Recovery, StoredMessage
+from ferrymq.store.base import (
+    ContainerState,
+    DurableSubscriptionRecord,
+    LockLostError,
+    Recovery,
+    StoredMessage,
+)
 from ferrymq.store.coalesce import TableOp, TableOpKind, WritePlan
 
 SCHEMA_VERSION = 1
+
+SEQ_EPOCH_SHIFT = 40
+"""Recovery at epoch N reports ``last_seq >= N << SEQ_EPOCH_SHIFT``, so the seqs a term hands
+out (the core counts up from ``last_seq``) are above every seq an earlier term could have used,
+and a deposed master's ``INSERT OR REPLACE`` can never land on its successor's rows.  2**40
+(about 10**12) messages per term; 2**23 terms before a seq leaves SQLite's signed 64-bit INTEGER.
+Seqs stay exact in JSON doubles (2**53) up to epoch 8192; they appear outside the store only as
+text, inside message ids."""
+
+BUSY_TIMEOUT_S = 1.0
+"""How long one open waits for a database locked by another process before ``SQLITE_BUSY``;
+short, because a broker that holds the group's lock retries the whole open instead."""
+
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -63,23 +99,41 @@ _INSERT_MESSAGE = (
 )
 
 
+def is_busy(error: sqlite3.Error) -> bool:
+    """Whether ``error`` says another connection holds the database (``SQLITE_BUSY`` or
+    ``SQLITE_LOCKED``, extended codes included)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _BUSY_CODES
+
+
 class SqliteDatabase:
     """One connection to ``ferrymq.db``; use it from one thread only."""
 
-    def __init__(self, connection: sqlite3.Connection, producer_id_window: int) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: Path, producer_id_window: int) -> None:
         self._db = connection
+        self._path = path
         self._window = producer_id_window
         # Prune the duplicate window in steps, not per message: a range delete every 1/16 window.
         self._prune_slack = max(1, producer_id_window // 16)
-        self._next_producer_row = 1
         self._producer_rows = 0
+        self.epoch = 0
+        """This connection's term, taken by ``recover``; 0 until then."""
         self.last_seq = 0
 
     @classmethod
-    def open(cls, path: Path, synchronous: str, producer_id_window: int) -> SqliteDatabase:
-        """Open or create; raises ``sqlite3.Error`` (or ``ValueError`` for a newer schema)."""
-        connection = sqlite3.connect(path, isolation_level=None, check_same_thread=True)
+    def open(
+        cls, path: Path, synchronous: str, producer_id_window: int, *, exclusive: bool = True
+    ) -> SqliteDatabase:
+        """Open or create; raises ``sqlite3.Error`` (or ``ValueError`` for a newer schema).
+
+        ``exclusive=False`` (NORMAL locking mode) lets two connections share the database; only
+        the tests of the epoch fence use it."""
+        connection = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=True
+        )
         try:
+            if exclusive:  # before the first access: no -shm wal-index, ever
+                connection.execute("PRAGMA locking_mode=EXCLUSIVE")
             (mode,) = connection.execute("PRAGMA journal_mode=WAL").fetchone()
             if str(mode).lower() != "wal":
                 raise sqlite3.OperationalError(f"journal_mode is {mode}, WAL is required")
@@ -93,13 +147,28 @@ class SqliteDatabase:
         except BaseException:
             connection.close()
             raise
-        return cls(connection, producer_id_window)
+        return cls(connection, path, producer_id_window)
 
     def close(self) -> None:
         self._db.close()
 
     def begin(self) -> None:
+        """Begin a write transaction, fenced: raises ``LockLostError`` (and rolls back) before
+        any other statement if another connection recovered the database since this one."""
         self._db.execute("BEGIN IMMEDIATE")
+        mine = self.epoch
+        checked = self._db.execute(
+            "UPDATE meta SET value = ? WHERE key = 'epoch' AND value = ?", (mine, mine)
+        )
+        if checked.rowcount == 1:
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
+        self.rollback()
+        current = "none" if row is None else row[0]
+        raise LockLostError(
+            f"store database {self._path} was opened by another store since this one "
+            f"(epoch {mine}, now {current}): this store was fenced out"
+        )
 
     def commit(self) -> None:
         self._db.execute("COMMIT")
@@ -109,10 +178,14 @@ class SqliteDatabase:
             self._db.execute("ROLLBACK")
 
     def recover(self) -> Recovery:
-        """Drop spooled rows, trim the duplicate window, and report what is left."""
+        """Take the next epoch, drop spooled rows, trim the duplicate window, report what is
+        left.  A database from before the epoch row starts at epoch 1."""
         db = self._db
-        self.begin()
+        db.execute("BEGIN IMMEDIATE")
         try:
+            db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('epoch', 0)")
+            db.execute("UPDATE meta SET value = value + 1 WHERE key = 'epoch'")
+            (self.epoch,) = db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
             db.execute("DELETE FROM messages WHERE persistent = 0")
             (max_row,) = db.execute("SELECT COALESCE(MAX(id), 0) FROM producer_ids").fetchone()
             db.execute("DELETE FROM producer_ids WHERE id <= ?", (max_row - self._window,))
@@ -140,8 +213,9 @@ class SqliteDatabase:
         (stored_last,) = db.execute(
             "SELECT COALESCE(MAX(value), 0) FROM meta WHERE key = 'last_seq'"
         ).fetchone()
-        self.last_seq = max([stored_last, *(c.last_seq for c in containers.values())])
-        self._next_producer_row = max_row + 1
+        self.last_seq = max(
+            [stored_last, self.epoch << SEQ_EPOCH_SHIFT, *(c.last_seq for c in containers.values())]
+        )
         self._producer_rows = len(producer_ids)
         return Recovery(containers, subscriptions, destinations, producer_ids, self.last_seq)
 
@@ -187,16 +261,16 @@ class SqliteDatabase:
             self._db.executemany(_TABLE_SQL[kind], [params for _, params in run])
 
     def _remember_producer_ids(self, ids: Sequence[str]) -> None:
-        first = self._next_producer_row
+        # SQLite numbers the rows (max id + 1): no counter of this process can collide with rows
+        # that another term wrote.
         self._db.executemany(
-            "INSERT INTO producer_ids (id, producer_message_id) VALUES (?, ?)",
-            enumerate(ids, start=first),
+            "INSERT INTO producer_ids (producer_message_id) VALUES (?)", [(i,) for i in ids]
         )
-        self._next_producer_row += len(ids)
         self._producer_rows += len(ids)
         if self._producer_rows > self._window + self._prune_slack:
             self._db.execute(
-                "DELETE FROM producer_ids WHERE id < ?", (self._next_producer_row - self._window,)
+                "DELETE FROM producer_ids WHERE id <= (SELECT MAX(id) FROM producer_ids) - ?",
+                (self._window,),
             )
             self._producer_rows = self._window
 
