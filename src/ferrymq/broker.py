@@ -7,9 +7,15 @@ recovery, STOMP listeners); later issues add network connectors and discovery ag
 runs in reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is
 logged at start, with file and line, so nothing in a file is silently without effect.
 
-A master keeps its lock alive every ``lockKeepAlivePeriod``; when the lock is lost (or the
-store's fence finds it lost before a commit) the broker stops serving at once, closes its
-listeners and store, and goes back to waiting as a slave, as ActiveMQ's launcher restarts it.
+A master keeps its lock alive every ``lockKeepAlivePeriod`` (a shared-file master also checks
+its lock file every second, whatever that period); when the lock is lost (or the store's fence
+finds it lost before a commit) the broker stops serving at once, closes its listeners and
+store, and goes back to waiting as a slave, as ActiveMQ's launcher restarts it.  A broker that
+wins the lock but finds the store held by another process (a paused or deposed master) keeps
+the lock and retries the open while the lock stays its own.
+
+A broker that ends because of a failure records why in ``failure`` (``ferrymq broker`` then
+exits 1); one stopped by ``stop`` has none.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import contextlib
 import enum
 import logging
 import signal
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
@@ -37,7 +44,13 @@ from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector, ReplicationError
 from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.network import LocalBroker, NetworkService
-from ferrymq.service.broker import BrokerService, BrokerStartError, create_store, published_url
+from ferrymq.service.broker import (
+    BrokerService,
+    BrokerStartError,
+    BrokerStoreBusyError,
+    create_store,
+    published_url,
+)
 from ferrymq.store.base import MessageStore
 from ferrymq.util.uri import AnyURI
 
@@ -45,6 +58,12 @@ log = logging.getLogger(__name__)
 
 SLAVE_AFTER_S = 1.0
 """A lock not granted within this time means another broker is master: this one is a slave."""
+LOCAL_CHECK_INTERVAL_S = 1.0
+"""How often a master runs its locker's cheap local check (the lock file's identity)."""
+STORE_RETRY_MIN_S = 0.1
+"""The least time between two opens of a busy store (else every lockAcquireSleepInterval)."""
+BUSY_WARNING_INTERVAL_S = 30.0
+"""A broker waiting for a busy store repeats its warning at most this often."""
 
 
 class Role(enum.Enum):
@@ -120,6 +139,8 @@ class Broker:
             self.role = Role.STANDALONE if self.locker is None else Role.WAITING
         self.halted = asyncio.Event()
         """Set when the broker stopped serving for good and its process should end."""
+        self.failure: str | None = None
+        """Why the broker halted, if a failure ended it (None: stopped, or still running)."""
         self.replica: MasterConnector | None = None
         self._role_changed = asyncio.Event()
         self.service = self._new_service()
@@ -136,7 +157,7 @@ class Broker:
         fence = getattr(self.locker, "fence", None)
         # A broker of a shared-store group steps down when its store fails (its lock was
         # taken); any other broker stops for good.
-        on_halt = None if self.locker is not None else self.halted.set
+        on_halt = None if self.locker is not None else self._service_halted
         service = BrokerService(
             self.config, store=self._store_override, fence=fence, on_halt=on_halt
         )
@@ -203,7 +224,17 @@ class Broker:
         exc = task.exception()
         if exc is not None:
             log.critical("broker %s failed: %s", self.config.broker_name, exc, exc_info=exc)
-            self.halted.set()
+            self._halt(str(exc) or type(exc).__name__)
+
+    def _halt(self, failure: str) -> None:
+        """Stop for good because of ``failure`` (the process then exits non-zero)."""
+        if self.failure is None:
+            self.failure = failure
+        self.halted.set()
+
+    def _service_halted(self) -> None:
+        """The messaging service stopped serving for good; it logged why."""
+        self._halt("the broker stopped serving (its store failed, or its slave was lost)")
 
     async def _serve(self) -> None:
         """Start the messaging service; with waitForSlave, return once the slave is in sync
@@ -229,7 +260,7 @@ class Broker:
             await self.replica.run()
         except ReplicationError as exc:
             log.error("%s", exc)
-            self.halted.set()
+            self._halt(str(exc))
             return
         finally:
             await store.stop()
@@ -240,7 +271,7 @@ class Broker:
                 "broker %s: master lost and shutdownOnMasterFailure is set: shutting down",
                 self.config.broker_name,
             )
-            self.halted.set()
+            self._halt("master lost and shutdownOnMasterFailure is set")
             return
         log.warning("broker %s: master lost, taking over as master", self.config.broker_name)
         self.service = self._new_service()
@@ -270,35 +301,83 @@ class Broker:
             finally:
                 acquiring.cancel()
             try:
-                await self._serve()
+                opened = await self._serve_when_store_free(locker)
             except BaseException:
                 await locker.release()
                 raise
+            if not opened:
+                await locker.release()
+                continue
             self.terms += 1
             self._set_role(Role.MASTER)
             self.service.announce_master()
             self.became_master.set()
             await self._keep_lock(locker)
-            if self.stopping():
+            if self.stopping() or self.halted.is_set():
                 return
             log.error("broker %s lost its lock: stepping down to slave", self.config.broker_name)
             self.became_master.clear()
             await self.service.stop()
             await locker.release()
 
+    async def _serve_when_store_free(self, locker: Locker) -> bool:
+        """Serve; while another process holds the store (a paused or deposed master), keep the
+        lock and retry every lockAcquireSleepInterval.  False: the lock was lost meanwhile."""
+        retry_s = max(locker.status().lock_acquire_sleep_interval_ms / 1000, STORE_RETRY_MIN_S)
+        warned_at: float | None = None
+        while True:
+            try:
+                await self._serve()
+            except BrokerStoreBusyError as exc:
+                now = time.monotonic()
+                if warned_at is None or now - warned_at >= BUSY_WARNING_INTERVAL_S:
+                    warned_at = now
+                    log.warning(
+                        "broker %s holds the lock but cannot open its store yet: %s; it keeps "
+                        "the lock and retries every %.1f s",
+                        self.config.broker_name,
+                        exc,
+                        retry_s,
+                    )
+                self.standing_by.set()  # alive and waiting: let start() return
+            else:
+                return True
+            await asyncio.sleep(retry_s)
+            if not await locker.keep_alive():
+                log.warning(
+                    "broker %s lost the lock while waiting for its store: back to waiting",
+                    self.config.broker_name,
+                )
+                return False
+            self.service = self._new_service()
+
     def stopping(self) -> bool:
         """Whether ``stop`` was called (a method: it changes while the role loop awaits)."""
         return self._stopping
 
     async def _keep_lock(self, locker: Locker) -> None:
-        """Return when the lock is lost (keep-alive says so, or the store's fence did)."""
-        period_s = locker.keep_alive_period_ms / 1000 if locker.keep_alive_period_ms > 0 else 1.0
+        """Return when the lock is lost (keep-alive says so, the lock file's cheap check or the
+        store's fence found it lost), or when the service halted for another reason
+        (shutdownOnSlaveFailure), which halts the broker."""
+        period_s = locker.keep_alive_period_ms / 1000
+        check_s = period_s if period_s > 0 else LOCAL_CHECK_INTERVAL_S
+        still_held = locker.still_held if isinstance(locker, SharedFileLocker) else None
+        if still_held is not None:
+            check_s = min(check_s, LOCAL_CHECK_INTERVAL_S)
+        keep_alive_at = time.monotonic() + period_s
         while not self._stopping:
-            lost = await self.service.wait_store_failed(period_s)
-            if lost:
+            if await self.service.wait_store_failed(check_s):
                 return
-            if locker.keep_alive_period_ms > 0 and not await locker.keep_alive():
+            if self.service.halted.is_set():
+                self._halt("the broker stopped serving (its slave was lost)")
                 return
+            # Half a check early counts as due: a wake-up a hair before the keep-alive's time
+            # must not put it off by a whole check (a lease could lapse meanwhile).
+            due = period_s > 0 and time.monotonic() >= keep_alive_at - check_s / 2
+            if due or (still_held is not None and not still_held()):
+                if not await locker.keep_alive():
+                    return
+                keep_alive_at = time.monotonic() + period_s
 
     async def stop(self) -> None:
         self._stopping = True

@@ -81,6 +81,36 @@ def test_a_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
     assert f"127.0.0.1:{first.port}" in result.stderr
 
 
+def test_a_slave_that_fails_to_take_over_exits_non_zero(tmp_path: Path) -> None:
+    """issue 13 item 3: a broker that ends because of a failure exits 1 (it used to exit 0,
+    which keeps systemd's ``Restart=on-failure`` from restarting it).  Here the slave takes
+    over from a killed master and cannot open its listener: its port is taken meanwhile."""
+    shared = tmp_path / "shared"
+    config = f"""<broker xmlns="http://activemq.apache.org/schema/core">
+  <persistenceAdapter>
+    <kahaDB directory="{shared}" lockKeepAlivePeriod="200">
+      <locker><shared-file-locker lockAcquireSleepInterval="200"/></locker>
+    </kahaDB>
+  </persistenceAdapter>
+</broker>"""
+    master = BrokerProcess(tmp_path / "m", name="m", config_xml=config).start()
+    slave = BrokerProcess(tmp_path / "s", name="s", config_xml=config)
+    try:
+        slave.start(as_slave=True)
+        assert slave.state == "slave"
+        with socket.socket() as squatter:  # a slave listens on nothing: its port is free
+            squatter.bind(("127.0.0.1", slave.port))
+            squatter.listen()
+            master.kill()
+            assert slave.process is not None
+            slave.process.wait(timeout=30)
+        assert slave.process.returncode == 1, "".join(slave.output[-20:])
+        assert any("stopped after a failure" in line for line in slave.output)
+    finally:
+        master.kill()
+        slave.kill()
+
+
 def test_broker_prints_where_it_listens_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     admin_port = free_port()
     process = BrokerProcess(tmp_path / "data", extra_args=["--admin", f"127.0.0.1:{admin_port}"])

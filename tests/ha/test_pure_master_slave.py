@@ -76,8 +76,28 @@ def test_shutdown_on_master_failure_stops_the_slave(tmp_path: Path) -> None:
         master.kill()
         assert slave.process is not None
         slave.process.wait(timeout=20)
+        assert slave.process.returncode == 1  # a failure: a supervisor restarts it
         assert not listening(slave.port)
         assert any("shutdownOnMasterFailure" in line for line in slave.output)
+    finally:
+        master.kill()
+        slave.kill()
+
+
+def test_shutdown_on_slave_failure_stops_the_master(tmp_path: Path) -> None:
+    """The master's process ends, with status 1, once its slave is lost (it used to close its
+    listeners and linger, its process never ending, when its store has the default lock)."""
+    config = MASTER.replace('shutdownOnSlaveFailure="false"', 'shutdownOnSlaveFailure="true"')
+    master = BrokerProcess(tmp_path / "m", name="master", config_xml=config).start(wait=False)
+    slave = BrokerProcess(tmp_path / "s", name="slave", config_xml=slave_config(master.port))
+    try:
+        slave.start(as_slave=True)
+        assert master.wait_for_state("master"), "".join(master.output[-20:])
+        slave.kill()
+        assert master.process is not None
+        master.process.wait(timeout=20)
+        assert master.process.returncode == 1
+        assert any("shutdownOnSlaveFailure" in line for line in master.output)
     finally:
         master.kill()
         slave.kill()

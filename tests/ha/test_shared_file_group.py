@@ -15,12 +15,12 @@ from tests.ha.conftest import broker_group, listening, start_group, stomp_client
 INTERVAL_MS = 200
 
 
-def group_config(shared: Path) -> str:
+def group_config(shared: Path, *, keep_alive_ms: int = INTERVAL_MS) -> str:
     # seed 000 Example 3.1, with intervals short enough for a test.
     return f"""
 <broker xmlns="http://activemq.apache.org/schema/core">
   <persistenceAdapter>
-    <kahaDB directory="{shared}" lockKeepAlivePeriod="{INTERVAL_MS}">
+    <kahaDB directory="{shared}" lockKeepAlivePeriod="{keep_alive_ms}">
       <locker>
         <shared-file-locker lockAcquireSleepInterval="{INTERVAL_MS}"/>
       </locker>

@@ -2,6 +2,11 @@
 
 Prints one line per listener to standard output (``listening stomp://HOST:PORT``) and one for
 the admin API, so scripts and tests can find ports chosen with port 0.
+
+Exit status: 0 after a stop by SIGINT or SIGTERM; 1 when the broker cannot start or ends because
+of a failure (its store failed, its role loop failed, shutdownOnSlaveFailure or
+shutdownOnMasterFailure), so that a supervisor's ``Restart=on-failure`` restarts it; 2 for a
+configuration or command-line error.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 from ferrymq.broker import Broker, Role
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.errors import ConfigError
+from ferrymq.ha.locker import LockerError
 from ferrymq.service.broker import BrokerStartError
 from ferrymq.transport.tcp import TransportListenError
 
@@ -84,23 +90,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"ferrymq broker: {exc}", file=sys.stderr)
         return 2
     try:
-        _run_loop(_serve(config))
-    except (BrokerStartError, ConfigError, TransportListenError) as exc:
+        failure = _run_loop(_serve(config))
+    except (BrokerStartError, ConfigError, LockerError, TransportListenError) as exc:
         print(f"ferrymq broker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    if failure is not None:
+        print(
+            f"ferrymq broker: {config.broker_name} stopped after a failure: {failure}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
-def _run_loop(coro: Any) -> None:
+def _run_loop(coro: Any) -> str | None:
     try:
         import uvloop
     except ImportError:
-        asyncio.run(coro)
+        result: str | None = asyncio.run(coro)
     else:
-        uvloop.run(coro)
+        result = uvloop.run(coro)
+    return result
 
 
-async def _serve(config: Any) -> None:
+async def _serve(config: Any) -> str | None:
+    """Run until signalled or halted; why the broker failed, or None if it was stopped."""
     broker = Broker(config)
     await broker.start()
     announcer = asyncio.get_running_loop().create_task(_announce(broker, config.broker_name))
@@ -112,6 +126,7 @@ async def _serve(config: Any) -> None:
             await announcer
         await broker.stop()
         print(f"broker {config.broker_name} stopped", flush=True)
+    return broker.failure
 
 
 async def _announce(broker: Broker, name: str) -> None:

@@ -14,10 +14,17 @@ lost: it tries to take the file now at the path, and if that fails, or the file 
 reports the lock lost and the broker stops serving.
 
 FerryMQ does better than ActiveMQ's keep-alive alone: ``fence`` makes the same check before
-every store commit, so even with ``lockKeepAlivePeriod=0`` a master whose lock file was taken
-from it cannot write another byte (two masters, each writing, is how ActiveMQ corrupts a store
-when NFS drops a lock, pain point §9.4).  On a local file system a paused (SIGSTOPped) master
-keeps its kernel lock, so no second master can appear, and it serves on when resumed.
+every store transaction begins and again just before it commits, so even with
+``lockKeepAlivePeriod=0`` a master whose lock file was taken from it cannot write another byte
+(two masters, each writing, is how ActiveMQ corrupts a store when NFS drops a lock, pain point
+§9.4).  On a local file system a paused (SIGSTOPped) master keeps its kernel lock, so no second
+master can appear, and it serves on when resumed.
+
+FerryMQ also deviates from ActiveMQ's "0 = never": the master runs the same cheap check
+(``still_held``, one ``stat``) every second whatever ``lockKeepAlivePeriod`` says, and steps down
+when it fails.  The SQLite store holds its database in EXCLUSIVE locking mode until it closes,
+so an idle master that lost its lock file would otherwise keep its successor from opening the
+store until it next tried to write.
 """
 
 from __future__ import annotations
@@ -108,7 +115,9 @@ class SharedFileLocker:
         self._held_since = time.time()
         return True
 
-    def _still_ours(self) -> bool:
+    def still_held(self) -> bool:
+        """Whether the file at the path is still the one this broker locked: one ``stat``, cheap
+        enough to run every second; ``keep_alive`` then decides what a failure means."""
         if self._identity is None:
             return False
         try:
@@ -118,9 +127,10 @@ class SharedFileLocker:
         return (stat.st_dev, stat.st_ino) == self._identity
 
     def fence(self) -> None:
-        """Called by the store before each commit: raise ``LockLostError`` unless the lock
-        file at the path is still the one this broker locked."""
-        if not self._still_ours():
+        """Called by the store before each write transaction and again before its commit:
+        raise ``LockLostError`` unless the lock file at the path is still the one this broker
+        locked."""
+        if not self.still_held():
             raise LockLostError(
                 f"broker {self.holder_id} no longer holds lock file {self.path} "
                 "(deleted or replaced under it)"
@@ -129,7 +139,7 @@ class SharedFileLocker:
     async def keep_alive(self) -> bool:
         if self._lock is None:
             return False
-        if self._still_ours():
+        if self.still_held():
             return True
         exists = await asyncio.to_thread(self.path.exists)
         if exists and await asyncio.to_thread(self._try_lock):

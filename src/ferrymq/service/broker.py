@@ -35,7 +35,7 @@ from ferrymq.service.replication import ReplicaLink, both_done
 from ferrymq.service.snapshot import snapshot_batches
 from ferrymq.service.trace import MessageTrace
 from ferrymq.stomp.limits import Limits
-from ferrymq.store.base import MessageStore, StoreError
+from ferrymq.store.base import MessageStore, StoreBusyError, StoreError
 from ferrymq.store.memory import MemoryStore
 from ferrymq.store.sqlite import SqliteStore
 from ferrymq.transport.connection import TransportConnection
@@ -52,6 +52,11 @@ BROWSE_PAGE = 500
 
 class BrokerStartError(Exception):
     """The broker cannot start; the message says what and where."""
+
+
+class BrokerStoreBusyError(BrokerStartError):
+    """The store is held by another process (a paused or deposed master): a broker that holds
+    the group's lock may retry the start later, unlike after any other start failure."""
 
 
 def _observed(future: asyncio.Future[None]) -> None:
@@ -212,6 +217,8 @@ class BrokerService:
     async def start(self) -> None:
         try:
             recovery = await self.store.start()
+        except StoreBusyError as exc:
+            raise BrokerStoreBusyError(str(exc)) from exc
         except StoreError as exc:
             raise BrokerStartError(str(exc)) from exc
         if self.trace is not None:

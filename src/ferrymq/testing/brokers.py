@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -142,14 +142,17 @@ class BrokerProcess:
         extra_args: Sequence[str] = (),
         config_xml: str | None = None,
         listen: bool = True,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        """``listen=False``: ``config_xml`` has the transport connector, on ``port``."""
+        """``listen=False``: ``config_xml`` has the transport connector, on ``port``.  ``env``:
+        variables added to this process's environment (test hooks)."""
         self.data_dir = data_dir
         self.listen = listen
         self.name = name
         self.port = port if port is not None else free_port()
         self.extra_args = list(extra_args)
         self.config_xml = config_xml
+        self.env = dict(env or {})
         self.process: subprocess.Popen[str] | None = None
         self.output: list[str] = []
         self._reader: threading.Thread | None = None
@@ -191,7 +194,7 @@ class BrokerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
