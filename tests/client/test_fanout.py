@@ -14,6 +14,7 @@ from ferrymq.client import (
     BrokerErrorFrame,
     ConnectFailedError,
     Connection,
+    ConnectionClosed,
     TransactionRolledBack,
     connect,
 )
@@ -259,3 +260,21 @@ async def test_injected_options_reach_every_member(net: BrokerNetwork) -> None:
             assert member.transport.options.max_inactivity_ms == 1000
             assert member.transport.options.keep_alive
         assert producer.statistics().transport.send_interval_ms == 1000
+
+
+async def test_a_supervisor_that_ends_unexpectedly_fails_the_connection(
+    net: BrokerNetwork,
+) -> None:
+    """Whatever ends the fanout's supervisor task but a close (here a cancel from outside),
+    the connection fails: the next call raises and a blocked ``get()`` wakes."""
+    await net.start("A", "B")
+    async with await connect(fanout(net, "AB")) as connection:
+        subscription = await connection.subscribe("/topic/fanout-supervisor")
+        runner = transport(connection)._runner
+        assert runner is not None
+        runner.cancel()
+        async with asyncio.timeout(WAIT_S):
+            with pytest.raises(ConnectionClosed, match="ended unexpectedly"):
+                await subscription.get()
+        with pytest.raises(ConnectionClosed, match="ended unexpectedly"):
+            await connection.send("/topic/fanout-supervisor", "after")

@@ -10,12 +10,16 @@ masterslave and fanout transports own several and present the same interface, so
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ferrymq.client.commands import Command
 from ferrymq.client.errors import ClientError, ConnectionClosed
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
+
+log = logging.getLogger(__name__)
 
 BrokerEvent = MessageEvent | ReceiptEvent | ErrorEvent
 """What a transport hands up after CONNECTED; heart-beats stay below it."""
@@ -89,6 +93,21 @@ class TransportStatistics:
 Traffic = tuple[int, int, int, int, int]
 """Frames sent, bytes sent, bytes received, heart-beats sent, heart-beats received."""
 NO_TRAFFIC: Traffic = (0, 0, 0, 0, 0)
+
+
+def unexpected_end(url: str, task: asyncio.Task[None]) -> ConnectionClosed:
+    """The error that closes a connection whose transport's supervisor task ended although
+    nobody closed it: ended, it would leave the application waiting for a broker that nobody
+    looks for any more, so the transport fails instead (its next call raises, a blocked
+    ``get()`` wakes). Logged here, with the cause."""
+    if task.cancelled():
+        reason = "it was cancelled, but not by a close"
+    elif (error := task.exception()) is not None:
+        reason = repr(error)
+    else:
+        reason = "it returned"
+    log.error("%s: the reconnect loop ended unexpectedly: %s", url, reason)
+    return ConnectionClosed(f"{url}: the reconnect loop ended unexpectedly ({reason})")
 
 
 def add_traffic(totals: Traffic, stats: TransportStatistics) -> Traffic:

@@ -62,6 +62,7 @@ from ferrymq.client.transport import (
     TransportStatistics,
     add_traffic,
     combined_statistics,
+    unexpected_end,
 )
 from ferrymq.stomp.constants import CLUSTER_UPDATES_SUBSCRIPTION, FERRYMQ_CLUSTER_UPDATES
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
@@ -357,24 +358,10 @@ class FailoverTransport:
             await self.standbys.close()
 
     def _supervisor_done(self, task: asyncio.Task[None]) -> None:
-        """The supervisor ended. Only a close (which sets ``failure`` first) or a failure it
-        reported may end it; anything else would leave the connection waiting for a broker
-        that nobody looks for, so it fails the connection: the application's next call
-        raises and a blocked ``get()`` wakes with the error."""
-        if self.failure is not None:
-            return
-        if task.cancelled():
-            reason = "it was cancelled, but not by a close"
-        elif (error := task.exception()) is not None:
-            reason = repr(error)
-        else:
-            reason = "it returned"
-        log.error(
-            "failover transport %s: the reconnect loop ended unexpectedly: %s", self.url, reason
-        )
-        self._fail(
-            ConnectionClosed(f"{self.url}: the reconnect loop ended unexpectedly ({reason})")
-        )
+        """Only a close (which sets ``failure`` first) or a failure it reported may end the
+        supervisor."""
+        if self.failure is None:
+            self._fail(unexpected_end(self.url, task))
 
     async def _serve(self) -> None:
         while self.failure is None:

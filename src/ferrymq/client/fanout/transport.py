@@ -36,6 +36,7 @@ from ferrymq.client.transport import (
     TransportStatistics,
     add_traffic,
     combined_statistics,
+    unexpected_end,
 )
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
 from ferrymq.util.uri import URI, URIError, parse_uri
@@ -134,6 +135,7 @@ class FanoutTransport:
         self._runner = asyncio.get_running_loop().create_task(
             self._run(), name=f"ferrymq-fanout {self.url}"
         )
+        self._runner.add_done_callback(self._supervisor_done)
         try:
             await self.agent.start(self)
             await self._primary_ready.wait()
@@ -163,6 +165,11 @@ class FanoutTransport:
             self._group = None
             if self._opened:  # failed after opening: nothing more to announce to
                 await self.agent.stop()
+
+    def _supervisor_done(self, task: asyncio.Task[None]) -> None:
+        """As the failover transport's: only a close or a reported failure may end it."""
+        if self.failure is None:
+            self._fail(unexpected_end(self.url, task))
 
     def _start(self, member: Member) -> None:
         if self._group is not None and member.task is None:
