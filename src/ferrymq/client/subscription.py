@@ -35,7 +35,6 @@ from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, Usa
 from ferrymq.client.message import Message
 from ferrymq.stomp.constants import ACK_AUTO, ACK_CLIENT, BROWSER, FERRYMQ_PRODUCER_MESSAGE_ID
 from ferrymq.stomp.events import MessageEvent
-from ferrymq.util.aio import bounded
 
 if TYPE_CHECKING:
     from ferrymq.client.connection import Connection
@@ -265,12 +264,10 @@ class Subscription:
     async def __aexit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         if self.connection.closed:
             return
-        if exc_type is not None and issubclass(exc_type, asyncio.CancelledError):
-            # No receipt, and not for long: with no broker to write to, a failover connection
-            # would otherwise hold the cancellation until one comes back.
-            await bounded(self.unsubscribe(receipt=False))
-            return
-        await self.unsubscribe()
+        # Leaving a cancelled task: no receipt to wait for (a failover connection with no broker
+        # settles the UNSUBSCRIBE at once, ``StateTracker.settle_disconnected``).
+        cancelled = exc_type is not None and issubclass(exc_type, asyncio.CancelledError)
+        await self.unsubscribe(receipt=not cancelled)
 
     def __repr__(self) -> str:
         return (

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from enum import Enum
 from typing import TYPE_CHECKING, Self
 
 from ferrymq.client.errors import ClientError, TransactionRolledBack, UsageError
-from ferrymq.util.aio import bounded
 
 if TYPE_CHECKING:
     from ferrymq.client.connection import Connection
@@ -77,9 +75,7 @@ class Transaction:
             await self.commit()
             return
         # The error propagating says more; a transaction left open dies with its connection.
-        if issubclass(exc_type, asyncio.CancelledError):
-            await bounded(self.abort())  # as Subscription.__aexit__
-            return
+        # (With no broker, a failover connection answers the ABORT at once.)
         with contextlib.suppress(ClientError):
             await self.abort()
 

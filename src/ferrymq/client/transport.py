@@ -100,13 +100,17 @@ def unexpected_end(url: str, task: asyncio.Task[None]) -> ConnectionClosed:
     nobody closed it: ended, it would leave the application waiting for a broker that nobody
     looks for any more, so the transport fails instead (its next call raises, a blocked
     ``get()`` wakes). Logged here, with the cause."""
+    level = logging.ERROR
     if task.cancelled():
+        # Most often the event loop ending (asyncio.run cancels what is left) with the
+        # connection still open: worth a word, not an alarm.
         reason = "it was cancelled, but not by a close"
+        level = logging.WARNING
     elif (error := task.exception()) is not None:
         reason = repr(error)
     else:
         reason = "it returned"
-    log.error("%s: the reconnect loop ended unexpectedly: %s", url, reason)
+    log.log(level, "%s: the reconnect loop ended unexpectedly: %s", url, reason)
     return ConnectionClosed(f"{url}: the reconnect loop ended unexpectedly ({reason})")
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any, Final
 
 
 async def wait_event(event: asyncio.Event, timeout_s: float | None) -> bool:
@@ -23,27 +21,3 @@ async def wait_event(event: asyncio.Event, timeout_s: float | None) -> bool:
     finally:
         waiter.cancel()
     return event.is_set()
-
-
-CLEANUP_ON_CANCEL_S: Final = 2.0
-"""How long ``bounded`` gives a cancelled task's cleanup by default."""
-
-
-async def bounded(
-    cleanup: Coroutine[Any, Any, object], timeout_s: float = CLEANUP_ON_CANCEL_S
-) -> bool:
-    """Run ``cleanup`` for at most ``timeout_s``; True if it finished without an error.
-
-    For the cleanup of a task that is being cancelled (an UNSUBSCRIBE, an ABORT): it must not
-    hold the cancellation for ever, waiting for a broker that is not there, and a further
-    cancellation of the caller still goes through (``asyncio.wait``). What ``cleanup`` raises
-    is dropped: the cancellation propagating says more.
-    """
-    task = asyncio.ensure_future(cleanup)
-    try:
-        await asyncio.wait([task], timeout=timeout_s)
-    finally:
-        if not task.done():
-            task.cancel()
-            await asyncio.wait([task])
-    return not task.cancelled() and task.exception() is None

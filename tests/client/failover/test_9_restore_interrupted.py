@@ -203,11 +203,13 @@ async def test_an_interrupted_callback_that_raises_cancelled_does_not_stop_the_f
     assert await take(subscription, 2) == ["m0", "m1"]
 
 
-async def test_cancelling_a_consumer_while_no_broker_is_up_ends_it_promptly(
+async def test_a_consumer_cancelled_while_no_broker_is_up_ends_and_is_not_restored(
     broker_port: int,
 ) -> None:
-    """The UNSUBSCRIBE of ``async with subscription`` on the way out of a cancelled task is
-    not held until a broker comes back (the failover connection has none)."""
+    """``async with subscription`` left by a cancelled task while the failover connection has
+    no broker: the UNSUBSCRIBE is settled at once (not held until a broker comes back), and
+    the subscription is not restored on the next broker, where an ``ack:auto`` subscription
+    nobody reads would swallow messages."""
     with ScriptedStompServer(broker_port, [Forward()], then=Refuse()) as server:
         async with await connect(f"failover:({server.url})?{FAST}") as connection:
 
@@ -223,4 +225,9 @@ async def test_cancelling_a_consumer_while_no_broker_is_up_ends_it_promptly(
             done, _ = await asyncio.wait([task], timeout=WAIT_S)
             assert done == {task}
             assert task.cancelled()
-            await connection.close()
+            server.follow([])  # the broker is back
+            await wait_until(lambda: connection.statistics().transport.failovers == 1)
+            await send(broker_port, 0, 5)
+            async with await connect(f"tcp://127.0.0.1:{broker_port}") as other:
+                subscription = await other.subscribe(QUEUE, ack="client-individual")
+                assert await take(subscription, 5) == [f"m{n}" for n in range(5)]

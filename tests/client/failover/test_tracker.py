@@ -186,3 +186,25 @@ def test_a_refused_subscribe_is_not_restored() -> None:
     tracker.on_error("r-1")
     assert tracker.replay().subscriptions == ()
     assert tracker.subscription_ids == []
+
+
+def test_without_a_broker_an_unsubscribe_or_an_abort_is_done_at_once() -> None:
+    """Written while no broker is connected: nothing is left to restore for them, and their
+    receipts are answered here; a durable unsubscribe must still reach a broker."""
+    tracker = StateTracker()
+    tracker.track(Subscribe("sub-1", "/queue/q", "auto", None, {}, None))
+    tracker.track(Subscribe("sub-2", "/queue/q", "auto", None, {}, None))
+    tracker.track(Begin("tx-1"))
+    tracker.track(send(1, tx="tx-1"))
+    tracker.interrupt()
+    settled = tracker.settle_disconnected(Unsubscribe("sub-1", receipt="r-1"))
+    assert settled is not None
+    assert (settled.command, settled.answers) == (None, (LocalAnswer("r-1"),))
+    aborted = tracker.settle_disconnected(Abort("tx-1"))
+    assert aborted is not None
+    assert aborted.answers == ()
+    assert tracker.settle_disconnected(Unsubscribe("sub-2", "durable", "r-2")) is None
+    assert tracker.settle_disconnected(send(2, receipt="r-3")) is None
+    plan = tracker.replay()
+    assert [s.command.id for s in plan.subscriptions] == ["sub-2"]
+    assert plan.commands == ()

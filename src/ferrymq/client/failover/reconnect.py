@@ -263,6 +263,10 @@ class Reconnector:
                 if waiter.done() and not waiter.cancelled():
                     waiter.exception()  # seen: a failure already reached restore's caller
                 waiter.cancel()
+        if link.role is not Role.REPLAYING:
+            # Lost in the loop turn its last answer came in: never install a dead link.
+            await link.transport.close()
+            raise LinkLostError("lost while restoring the connection")
         self.t.replayed += len(plan.subscriptions) + len(plan.commands)
 
     async def wait_for(self, link: Link, work: asyncio.Future[Any]) -> None:

@@ -174,6 +174,28 @@ class StateTracker:
                 self._expect(command.receipt, _Pending.DISCONNECT)
         return Outgoing(command)
 
+    def settle_disconnected(self, command: Command) -> Outgoing | None:
+        """A command written while no broker is connected (nor being restored), if it needs
+        none: a plain UNSUBSCRIBE (its subscription is then not restored) or an ABORT (the
+        broker that had the transaction aborted it when the connection went, and it is not
+        replayed) is done at once and its receipt answered here. None: it waits for a broker.
+
+        Settling them here rather than letting them wait matters when the wait is given up (a
+        cancelled consumer leaving ``async with``): a command never tracked would leave its
+        subscription to be restored, with nobody to take its messages."""
+        match command:
+            case Unsubscribe(durable_name=None):
+                self.forget_subscription(command.id)
+            case Abort():
+                transaction = self._transactions.pop(command.transaction, None)
+                ending = transaction.ending if transaction is not None else None
+                if ending is not None and ending.receipt is not None:
+                    self._endings.pop(ending.receipt, None)
+            case _:
+                return None
+        answers = (LocalAnswer(command.receipt),) if command.receipt is not None else ()
+        return Outgoing(None, answers)
+
     def _expect(
         self, receipt: str | None, kind: _Pending, command: Unsubscribe | None = None
     ) -> None:

@@ -196,6 +196,10 @@ class FailoverTransport:
                     if command.receipt is not None:
                         self._answer(LocalAnswer(command.receipt))
                     return
+                settled = self.tracker.settle_disconnected(command) if self.link is None else None
+                if settled is not None:
+                    self._perform_answers(settled.answers)
+                    return
                 await self._wait_ready(command)
                 continue
             if isinstance(command, Disconnect):
