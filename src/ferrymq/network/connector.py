@@ -131,8 +131,14 @@ class NetworkConnector:
         try:
             await bridge.run()
         except asyncio.CancelledError:
-            retry = False
-            raise
+            if uri in self._removed or self._stopping:
+                retry = False
+                raise
+            # Not a cancellation of this task (its owner sets one of those flags first): a
+            # bridge that failed, built again like any other.
+            log.warning(
+                "network connector %s: bridge to %s ended by a stray cancellation", self.name, uri
+            )
         except NetworkLoopError as exc:
             log.error("network connector %s: %s", self.name, exc)
             retry = False

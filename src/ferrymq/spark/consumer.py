@@ -73,7 +73,7 @@ class _Delivery:
     """A message as this driver's connection received it."""
 
     message: BlockingMessage
-    epoch: int
+    generation: int
     """The connection's ``generation`` it arrived on: an ACK only reaches the broker if no
     failover happened since (the client drops the ACK of a message from before a failover)."""
 
@@ -237,8 +237,8 @@ class SourceConsumer:
         subscription = self._subscribe()
         deadline = time.monotonic() + self.options.poll_timeout_ms / 1000 if wait else None
         # Buffered before a failover: the broker took them back and redelivers them.
-        epoch = self._epoch()
-        self._buffer = {key: d for key, d in self._buffer.items() if d.epoch == epoch}
+        generation = self._generation()
+        self._buffer = {key: d for key, d in self._buffer.items() if d.generation == generation}
         left = self.options.prefetch + len(self._awaiting)
         while left > 0:
             timeout = 0.0 if deadline is None else max(0.0, deadline - time.monotonic())
@@ -296,7 +296,7 @@ class SourceConsumer:
             self._pending[key] = _Pending(offset, delivery)
         self._last = segment.last
 
-    def _epoch(self) -> int:
+    def _generation(self) -> int:
         return self._connection.generation if self._connection else 0
 
     def _acknowledge(self, entries: dict[AuditKey, _Pending]) -> set[AuditKey]:
@@ -304,17 +304,17 @@ class SourceConsumer:
         handles a connection's frames in order); returns the keys whose ACK surely reached
         the broker: none if the connection failed over meanwhile, since the client drops the
         ACK of a message delivered before a failover and the broker redelivers it."""
-        epoch = self._epoch()
+        generation = self._generation()
         current = {
             key: p.delivery.message
             for key, p in entries.items()
-            if p.delivery is not None and p.delivery.epoch == epoch
+            if p.delivery is not None and p.delivery.generation == generation
         }
         if not current:
             return set()
         assert self._connection is not None  # current deliveries came on it
         self._connection.ack_all(list(current.values()), receipt=True)
-        if self._epoch() == epoch:
+        if self._generation() == generation:
             return set(current)
         log.warning(
             "ferrymq source: the connection failed over while acknowledging %d messages; "
