@@ -60,8 +60,10 @@ SLAVE_AFTER_S = 1.0
 """A lock not granted within this time means another broker is master: this one is a slave."""
 LOCAL_CHECK_INTERVAL_S = 1.0
 """How often a master runs its locker's cheap local check (the lock file's identity)."""
-STORE_RETRY_MIN_S = 0.1
-"""The least time between two opens of a busy store (else every lockAcquireSleepInterval)."""
+STORE_RETRY_S = 0.5
+"""Between two opens of a busy store (each also waits up to the store's 1 s busy timeout): the
+lock is held already, so the wait is for the old master to close the store, which it does
+within a second of noticing its lost lock."""
 BUSY_WARNING_INTERVAL_S = 30.0
 """A broker waiting for a busy store repeats its warning at most this often."""
 
@@ -232,9 +234,9 @@ class Broker:
             self.failure = failure
         self.halted.set()
 
-    def _service_halted(self) -> None:
-        """The messaging service stopped serving for good; it logged why."""
-        self._halt("the broker stopped serving (its store failed, or its slave was lost)")
+    def _service_halted(self, reason: str) -> None:
+        """The messaging service stopped serving for good (it logged why)."""
+        self._halt(reason)
 
     async def _serve(self) -> None:
         """Start the messaging service; with waitForSlave, return once the slave is in sync
@@ -322,8 +324,8 @@ class Broker:
 
     async def _serve_when_store_free(self, locker: Locker) -> bool:
         """Serve; while another process holds the store (a paused or deposed master), keep the
-        lock and retry every lockAcquireSleepInterval.  False: the lock was lost meanwhile."""
-        retry_s = max(locker.status().lock_acquire_sleep_interval_ms / 1000, STORE_RETRY_MIN_S)
+        lock and retry every ``STORE_RETRY_S``.  False: the lock was lost meanwhile."""
+        retry_s = STORE_RETRY_S
         warned_at: float | None = None
         while True:
             try:
@@ -369,12 +371,13 @@ class Broker:
             if await self.service.wait_store_failed(check_s):
                 return
             if self.service.halted.is_set():
-                self._halt("the broker stopped serving (its slave was lost)")
+                self._halt(self.service.halt_reason or "the broker stopped serving")
                 return
             # Half a check early counts as due: a wake-up a hair before the keep-alive's time
             # must not put it off by a whole check (a lease could lapse meanwhile).
             due = period_s > 0 and time.monotonic() >= keep_alive_at - check_s / 2
-            if due or (still_held is not None and not still_held()):
+            # The check is a stat: off the loop, since a stalled NFS server would hold it.
+            if due or (still_held is not None and not await asyncio.to_thread(still_held)):
                 if not await locker.keep_alive():
                     return
                 keep_alive_at = time.monotonic() + period_s

@@ -10,7 +10,6 @@ shown on connections in NORMAL locking mode, the only way two can have the datab
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from ferrymq.store import AddMessage, LockLostError, SqliteStore, StoreBusyError
 from ferrymq.store.coalesce import WritePlan
-from ferrymq.store.sqlite_db import BUSY_TIMEOUT_S, SEQ_EPOCH_SHIFT, SqliteDatabase
+from ferrymq.store.sqlite_db import SEQ_EPOCH_SHIFT, SqliteDatabase
 
 QUEUE = "queue://orders"
 WINDOW = 100
@@ -73,12 +72,9 @@ async def test_a_second_store_cannot_open_while_the_first_holds_the_database(
     recovery = await first.start()
     await first.write([AddMessage(QUEUE, recovery.last_seq + 1, b"first")])
     second = SqliteStore(tmp_path, lock=False)
-    started = time.monotonic()
     with pytest.raises(StoreBusyError, match="held by another process") as raised:
         await second.start()
-    waited_s = time.monotonic() - started
     assert str(first.path) in str(raised.value)
-    assert BUSY_TIMEOUT_S * 0.5 <= waited_s < BUSY_TIMEOUT_S + 3, waited_s
     await first.write([AddMessage(QUEUE, recovery.last_seq + 2, b"still the master")])
     await first.stop()  # closing the connection releases SQLite's lock
     third = SqliteStore(tmp_path, lock=False)
@@ -97,10 +93,8 @@ async def test_a_database_held_by_another_connection_makes_the_open_busy(
     await store.stop()
     holder = sqlite3.connect(store.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    started = time.monotonic()
     with pytest.raises(StoreBusyError, match="paused or deposed master"):
         await SqliteStore(tmp_path).start()
-    assert time.monotonic() - started < BUSY_TIMEOUT_S + 3
     holder.execute("ROLLBACK")
     holder.close()
     again = SqliteStore(tmp_path)  # the failed start released the directory's lock

@@ -139,7 +139,7 @@ class SharedFileLocker:
     async def keep_alive(self) -> bool:
         if self._lock is None:
             return False
-        if self.still_held():
+        if await asyncio.to_thread(self.still_held):
             return True
         exists = await asyncio.to_thread(self.path.exists)
         if exists and await asyncio.to_thread(self._try_lock):

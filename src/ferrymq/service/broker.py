@@ -145,11 +145,14 @@ class BrokerService:
         *,
         store: MessageStore | None = None,
         fence: Callable[[], Any] | None = None,
-        on_halt: Callable[[], None] | None = None,
+        on_halt: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self._on_halt = on_halt
-        """Called when this service stops serving for good (its store failed)."""
+        """Called, with the reason, when this service stops serving for good (its store
+        failed, or its slave was lost with shutdownOnSlaveFailure)."""
+        self.halt_reason: str | None = None
+        """Why this service stopped serving for good, once it has."""
         self.broker_id = config.broker_id or generate_broker_id()
         self.incarnation = f"{int(time.time() * 1000):x}"
         usage = config.system_usage
@@ -520,9 +523,10 @@ class BrokerService:
 
     async def _stop_serving(self, reason: str) -> None:
         """Close every listener and connection; the broker process then stops (``halted``)."""
+        self.halt_reason = reason
         self.halted.set()
         if self._on_halt is not None:
-            self._on_halt()
+            self._on_halt(reason)
         for listener in self.listeners:
             await listener.stop()
         for connection in list(self.connections.values()):
