@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import BrokerErrorFrame, ConnectionClosed, connect
+from ferrymq.testing import broker_config, running_broker
 from tests.client.conftest import wait_until
 
 
@@ -115,3 +117,20 @@ async def test_silence_beyond_the_heart_beat_interval_closes_the_connection(
     with pytest.raises(ConnectionClosed, match="heart-beat"):
         await sub.get()
     await conn.close()
+
+
+async def test_a_time_header_too_large_for_the_store_is_refused_and_the_broker_serves_on(
+    tmp_path: Path,
+) -> None:
+    """A persistent SEND whose ``expires`` does not fit a signed 64-bit integer used to fail
+    the store's commit, and so the broker (and, replayed by a failover client, the next one):
+    it is an ERROR to that SEND now, and the store keeps working."""
+    async with running_broker(broker_config(tmp_path / "data")) as broker:
+        url = broker.stomp_urls[0]
+        async with await connect(url) as conn:
+            with pytest.raises(BrokerErrorFrame, match="expires must fit"):
+                await conn.send("/queue/big", "x", persistent=True, expires=2**64)
+        async with await connect(url) as conn:
+            await conn.send("/queue/big", "kept", persistent=True)
+            subscription = await conn.subscribe("/queue/big")
+            assert (await subscription.get(timeout=5)).text == "kept"

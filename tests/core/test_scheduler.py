@@ -96,6 +96,8 @@ def test_bad_scheduling_headers_are_refused() -> None:
         harness.send("c1", q("x"), b"", properties={"AMQ_SCHEDULED_DELAY": "soon"})
     with pytest.raises(BrokerError, match="AMQ_SCHEDULED_CRON"):
         harness.send("c1", q("x"), b"", properties={"AMQ_SCHEDULED_CRON": "every minute"})
+    with pytest.raises(BrokerError, match="AMQ_SCHEDULED_PERIOD must fit"):
+        harness.send("c1", q("x"), b"", properties={"AMQ_SCHEDULED_PERIOD": str(2**63)})
 
 
 def test_without_scheduler_support_the_headers_are_plain_properties() -> None:

@@ -107,7 +107,14 @@ def test_send_headers_map_to_message_fields() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "value"), [("priority", "10"), ("priority", "x"), ("expires", "soon")]
+    ("name", "value"),
+    [
+        ("priority", "10"),
+        ("priority", "x"),
+        ("expires", "soon"),
+        ("expires", str(2**64)),
+        ("timestamp", str(-(2**63) - 1)),
+    ],
 )
 def test_bad_send_header_values_are_errors(name: str, value: str) -> None:
     with pytest.raises(BrokerError, match=name):

@@ -18,6 +18,11 @@ MessageId = NewType("MessageId", str)
 DEFAULT_PRIORITY = 4
 MIN_PRIORITY = 0
 MAX_PRIORITY = 9
+MAX_LONG = 2**63 - 1
+"""The largest number a time header (``expires``, ``timestamp``, the scheduling delays) may
+hold: a Java long, as ActiveMQ parses it, and what the stores' 64-bit integer columns take. A
+larger one would fail the store's commit, and with it the broker, for every message of the
+group commit; it is refused at SEND instead."""
 
 # Property names with a meaning to the broker (ActiveMQ's JMS names, as STOMP headers).
 GROUP_ID = "JMSXGroupID"
