@@ -138,20 +138,31 @@ async def test_a_database_from_before_the_epoch_upgrades_in_place(tmp_path: Path
     assert rows(upgraded.path, "SELECT id FROM producer_ids ORDER BY id") == [(41,), (42,)]
 
 
+def two_terms(
+    path: Path, shared: list[SqliteDatabase], first: tuple[str, str], then: tuple[str, str]
+) -> tuple[SqliteDatabase, int, SqliteDatabase, int]:
+    """A master's connection that wrote one message (body, producer id), then its successor's
+    that wrote one: both connections and the seq floors their recoveries gave."""
+    old = open_normal(path, shared)
+    old_floor = old.recover().last_seq
+    write(old, AddMessage(QUEUE, old_floor + 1, first[0].encode(), producer_message_id=first[1]))
+    new = open_normal(path, shared)
+    new_floor = new.recover().last_seq
+    write(new, AddMessage(QUEUE, new_floor + 1, then[0].encode(), producer_message_id=then[1]))
+    return old, old_floor, new, new_floor
+
+
 def test_a_fenced_out_connection_writes_nothing(
     tmp_path: Path, shared: list[SqliteDatabase]
 ) -> None:
     """The deposed master of item 4, on a connection that reads the current database: its
     transaction stops at the epoch check, before any statement on the data."""
     path = tmp_path / "ferrymq.db"
-    old = open_normal(path, shared)
-    old_floor = old.recover().last_seq
-    write(old, AddMessage(QUEUE, old_floor + 1, b"old master", producer_message_id="p1"))
-    new = open_normal(path, shared)
-    new_floor = new.recover().last_seq
+    old, old_floor, new, new_floor = two_terms(
+        path, shared, ("old master", "p1"), ("new master", "p2")
+    )
     assert new.epoch == old.epoch + 1
     assert new_floor == new.epoch << SEQ_EPOCH_SHIFT
-    write(new, AddMessage(QUEUE, new_floor + 1, b"new master", producer_message_id="p2"))
 
     statements: list[str] = []
     old._db.set_trace_callback(statements.append)
@@ -176,12 +187,7 @@ def test_keys_of_different_terms_cannot_collide(
     still land beside its successor's: seqs come from its own epoch's range, producer-id rows
     are numbered by SQLite, not by a counter of its process (the collision that item 4 saw)."""
     path = tmp_path / "ferrymq.db"
-    old = open_normal(path, shared)
-    old_floor = old.recover().last_seq
-    write(old, AddMessage(QUEUE, old_floor + 1, b"old 1", producer_message_id="old-1"))
-    new = open_normal(path, shared)
-    new_floor = new.recover().last_seq
-    write(new, AddMessage(QUEUE, new_floor + 1, b"new 1", producer_message_id="new-1"))
+    old, old_floor, new, _ = two_terms(path, shared, ("old 1", "old-1"), ("new 1", "new-1"))
     old.epoch = new.epoch  # the fence missed
     write(old, AddMessage(QUEUE, old_floor + 2, b"old 2", producer_message_id="old-2"))
     assert rows(path, "SELECT blob FROM messages ORDER BY seq") == [
