@@ -26,11 +26,10 @@ import enum
 import logging
 import signal
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Self
 
 from ferrymq.admin import AdminServer
-from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
+from ferrymq.admin_view import AdminView
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
 from ferrymq.config.persistence import (
@@ -38,7 +37,6 @@ from ferrymq.config.persistence import (
     KahaDBConfig,
     SharedFileLockerConfig,
 )
-from ferrymq.core.region import DestinationStatistics
 from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector, ReplicationError
@@ -159,7 +157,7 @@ class Broker:
         fence = getattr(self.locker, "fence", None)
         # A broker of a shared-store group steps down when its store fails (its lock was
         # taken); any other broker stops for good.
-        on_halt = None if self.locker is not None else self._service_halted
+        on_halt = None if self.locker is not None else self._halt
         service = BrokerService(
             self.config, store=self._store_override, fence=fence, on_halt=on_halt
         )
@@ -233,10 +231,6 @@ class Broker:
         if self.failure is None:
             self.failure = failure
         self.halted.set()
-
-    def _service_halted(self, reason: str) -> None:
-        """The messaging service stopped serving for good (it logged why)."""
-        self._halt(reason)
 
     async def _serve(self) -> None:
         """Start the messaging service; with waitForSlave, return once the slave is in sync
@@ -325,7 +319,6 @@ class Broker:
     async def _serve_when_store_free(self, locker: Locker) -> bool:
         """Serve; while another process holds the store (a paused or deposed master), keep the
         lock and retry every ``STORE_RETRY_S``.  False: the lock was lost meanwhile."""
-        retry_s = STORE_RETRY_S
         warned_at: float | None = None
         while True:
             try:
@@ -339,12 +332,12 @@ class Broker:
                         "the lock and retries every %.1f s",
                         self.config.broker_name,
                         exc,
-                        retry_s,
+                        STORE_RETRY_S,
                     )
                 self.standing_by.set()  # alive and waiting: let start() return
             else:
                 return True
-            await asyncio.sleep(retry_s)
+            await asyncio.sleep(STORE_RETRY_S)
             if not await locker.keep_alive():
                 log.warning(
                     "broker %s lost the lock while waiting for its store: back to waiting",
@@ -436,51 +429,3 @@ class Broker:
                 wait.cancel()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
-
-
-class AdminView:
-    """The admin API's view of a broker: whichever service is current, plus its role."""
-
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
-
-    def statistics(self) -> Mapping[str, Any]:
-        broker = self._broker
-        statistics = dict(BrokerServiceSource(broker.service).statistics())
-        statistics["role"] = broker.role.value
-        statistics["master_terms"] = broker.terms
-        # Plain records, shaped by the admin package (it may not import the network layer).
-        statistics["network_bridges"] = broker.network.statistics()
-        if broker.replica is not None:
-            statistics["replication"] = {
-                "master": broker.replica.remote_uri,
-                "attached": broker.replica.statistics.attached,
-                "batches": broker.replica.statistics.batches,
-                "snapshots": broker.replica.statistics.snapshots,
-            }
-        replica_link = broker.service.replica
-        if replica_link is not None:
-            statistics["slave"] = {
-                "name": replica_link.name,
-                "in_sync": replica_link.live,
-                "batches_acknowledged": replica_link.batches_acknowledged,
-            }
-        if broker.locker is not None:
-            status = broker.locker.status()
-            statistics["lock"] = {
-                "locker": status.locker,
-                "resource": status.resource,
-                "holder_id": status.holder_id,
-                "held": status.held,
-                "current_holder": status.current_holder,
-                "lease_expires_ms": status.lease_expires_ms,
-                "keep_alive_period_ms": status.keep_alive_period_ms,
-                "lock_acquire_sleep_interval_ms": status.lock_acquire_sleep_interval_ms,
-            }
-        return statistics
-
-    def destination_statistics(self) -> Sequence[DestinationStatistics]:
-        return BrokerServiceSource(self._broker.service).destination_statistics()
-
-    def connection_statistics(self) -> Sequence[ConnectionStatistics]:
-        return BrokerServiceSource(self._broker.service).connection_statistics()
