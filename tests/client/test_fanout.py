@@ -21,7 +21,7 @@ from ferrymq.client import (
 from ferrymq.client.fanout import FanoutTransport
 from ferrymq.testing import free_port
 from ferrymq.testing.network import BrokerNetwork, receive_all, wait_until
-from tests.client.failover.proxy import Direction, Proxy
+from ferrymq.testing.scripted import Direction, ScriptedStompServer
 
 WAIT_S = 10.0
 FAST = "initialReconnectDelay=10&maxReconnectDelay=100"
@@ -142,7 +142,7 @@ async def test_a_receipted_send_a_lost_member_did_not_confirm_is_sent_again_once
     broker has it, and it is written again when the member reconnects: the broker stores it
     exactly once (its duplicate detection drops the copy it already had)."""
     await net.start("A", "B")
-    async with Proxy(net["B"].stomp_ports[0]) as proxy:
+    with ScriptedStompServer(net["B"].stomp_ports[0], []) as proxy:
         url = f"fanout:(static:({net.url('A')},{proxy.url}))?{FAST}&fanOutQueues=true"
         async with connect(url) as producer:
             fanned = transport(producer)
@@ -152,7 +152,7 @@ async def test_a_receipted_send_a_lost_member_did_not_confirm_is_sent_again_once
             await wait_until(lambda: net.queue_depth("A", "orders") == 1, WAIT_S, "A has it")
             done, _ = await asyncio.wait({send}, timeout=0.3)
             assert not done  # A confirmed, B did not: minAckCount=2
-            await proxy.cut(refuse=False)
+            proxy.drop()
             await asyncio.wait_for(send, WAIT_S)
             assert fanned.statistics().replayed_commands >= 1
     assert depths(net, "orders") == {"A": 1, "B": 1}

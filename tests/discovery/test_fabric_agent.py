@@ -18,7 +18,7 @@ from ferrymq.discovery.fabric import FabricDiscoveryAgent
 from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
 from ferrymq.testing import free_port
 from ferrymq.testing.network import wait_until
-from tests.client.failover.proxy import Proxy
+from ferrymq.testing.scripted import ScriptedStompServer
 from tests.discovery.agents import WAIT_S, Recorder, advertising_process
 from tests.discovery.fabric_registry import RegistrySchema, registry_schema, running_agent
 from tests.postgres import PostgresDatabase
@@ -192,7 +192,7 @@ async def test_brokers_starting_together_create_the_table_once(registry: Registr
 async def test_an_outage_of_the_registry_empties_no_list_and_ends_in_re_registration(
     registry: RegistrySchema, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with Proxy(registry.database.server.port) as proxy:
+    with ScriptedStompServer(registry.database.server.port, []) as proxy:
         uri = registry.agent_uri("g", port=proxy.port)
         listener = Recorder()
         async with (
@@ -204,13 +204,13 @@ async def test_an_outage_of_the_registry_empties_no_list_and_ends_in_re_registra
             await stays_dead.start(None)
             await listener.wait_for(lambda: listener.services == {A, B}, "A and B")
             caplog.set_level(logging.INFO, "ferrymq.discovery.fabric")
-            await proxy.cut()  # every connection dropped, and new ones refused
+            proxy.drop(refuse=True)  # every connection dropped, and new ones refused
             await stays_dead.stop()  # cannot deregister: its lease lapses instead
             # A's lease lapses as well (its renewals cannot reach the registry).
             await wait_until(lambda: registry.alive("g") == [], WAIT_S, "both leases to lapse")
             assert listener.services == {A, B}  # nobody removed while the registry is away
             assert not client.statistics().connected
-            await proxy.start()  # the registry is back, on the same address
+            proxy.follow([])  # the registry is back, on the same address
             back = asyncio.get_running_loop().time()
             await wait_until(
                 lambda: [(r[0], r[2]) for r in registry.rows("g")] == [(A, True), (B, False)],
@@ -231,7 +231,7 @@ async def test_an_outage_of_the_registry_empties_no_list_and_ends_in_re_registra
 async def test_a_silent_registry_does_not_hold_up_stop(
     registry: RegistrySchema, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with Proxy(registry.database.server.port) as proxy:
+    with ScriptedStompServer(registry.database.server.port, []) as proxy:
         async with running_agent(registry.agent_uri("g", port=proxy.port), A):
             proxy.freeze("down")  # the registry's answers are lost: no error, no answer
             await asyncio.sleep(1.5)  # a renewal is stuck, past its timeout (a lease)

@@ -4,9 +4,13 @@ Each connection it accepts follows the next step of its script (then ``then``): 
 to the real broker behind it (``Forward``), relay until the client sends a given command and
 close both sockets instead of passing that frame on (``CloseOn``: a broker that answered
 CONNECTED and died as the client re-subscribed), or close at once (``Refuse``). ``drop`` aborts
-every open connection (a broker that dies while serving). The frames a connection does carry
-come from the real broker, so a client is restored, redelivered to and receipted exactly as in
-production; only the failures are scripted, so they happen at the same point every run.
+every open connection (a broker that dies while serving; with ``refuse``, one that stays down
+until ``follow`` brings it back), and ``freeze`` loses what goes one way (ActiveMQ's
+``testFailoverConnectionSendReplyLost`` does the same with a proxy: "up" loses the client's
+frames, "down" the broker's answers, after the broker acted). The frames a connection does
+carry come from the real broker, so a client is restored, redelivered to and receipted exactly
+as in production; only the failures are scripted, so they happen at the same point every run.
+Only ``CloseOn`` reads STOMP: the rest relays any TCP protocol (a test fronts PostgreSQL too).
 
 It runs on its own event loop thread, so blocking clients (the Spark source's driver, a
 ``ferrymq`` child process) and asyncio tests use it alike; waiting methods block the caller
@@ -20,7 +24,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from ferrymq.stomp.constants import V1_2
 from ferrymq.stomp.errors import RemoteProtocolError
@@ -54,6 +58,8 @@ class Refuse:
 
 
 Step = Forward | CloseOn | Refuse
+Direction = Literal["up", "down"]
+""""up": client to broker; "down": broker to client."""
 
 
 class ScriptedStompServer:
@@ -75,6 +81,7 @@ class ScriptedStompServer:
         """``accepted`` when the current script began."""
         self._server: asyncio.Server | None = None
         self._relays: set[asyncio.Task[None]] = set()
+        self._frozen: set[Direction] = set()
 
     @property
     def url(self) -> str:
@@ -100,9 +107,17 @@ class ScriptedStompServer:
             self.then = then
             self._script_from = self.accepted
 
-    def drop(self) -> None:
-        """Abort every open connection, both sides (new ones are accepted as scripted)."""
+    def drop(self, *, refuse: bool = False) -> None:
+        """Abort every open connection, both sides, and thaw ``freeze``; new connections are
+        accepted as scripted, or with ``refuse`` refused until ``follow`` says otherwise."""
+        if refuse:
+            self.follow([], then=Refuse())
         self._call(self._abort_relays())
+        self._frozen.clear()
+
+    def freeze(self, direction: Direction) -> None:
+        """From now on, until ``drop``, lose the bytes going ``direction``."""
+        self._frozen.add(direction)
 
     def wait_accepted(self, count: int, timeout_s: float = WAIT_S) -> None:
         """Until ``count`` connections were accepted; AssertionError at the deadline."""
@@ -191,7 +206,7 @@ class ScriptedStompServer:
         try:
             async with asyncio.TaskGroup() as pumps:
                 pumps.create_task(self._pump_up(number, close_on, reader, up_writer, writer))
-                pumps.create_task(_pump(up_reader, writer, up_writer))
+                pumps.create_task(self._pump_down(up_reader, writer, up_writer))
         finally:
             writer.transport.abort()
             up_writer.transport.abort()
@@ -210,21 +225,25 @@ class ScriptedStompServer:
                 if close_on is not None and close_on in _commands(parser, data):
                     self._closed_on(number)
                     break
-                target.write(data)
-                await target.drain()
+                if "up" not in self._frozen:
+                    target.write(data)
+                    await target.drain()
         target.transport.abort()
         client.transport.abort()
 
-
-async def _pump(
-    source: asyncio.StreamReader, target: asyncio.StreamWriter, other: asyncio.StreamWriter
-) -> None:
-    with contextlib.suppress(OSError):
-        while data := await source.read(READ_BYTES):
-            target.write(data)
-            await target.drain()
-    target.transport.abort()
-    other.transport.abort()
+    async def _pump_down(
+        self,
+        source: asyncio.StreamReader,
+        target: asyncio.StreamWriter,
+        broker: asyncio.StreamWriter,
+    ) -> None:
+        with contextlib.suppress(OSError):
+            while data := await source.read(READ_BYTES):
+                if "down" not in self._frozen:
+                    target.write(data)
+                    await target.drain()
+        target.transport.abort()
+        broker.transport.abort()
 
 
 def _commands(parser: FrameParser, data: bytes) -> list[str]:

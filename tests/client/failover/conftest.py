@@ -15,7 +15,7 @@ import pytest
 from ferrymq.broker import Broker
 from ferrymq.client import Connection
 from ferrymq.testing import BrokerProcess, broker_config, free_port, running_broker
-from tests.client.failover.proxy import Proxy
+from ferrymq.testing.scripted import ScriptedStompServer
 
 
 class Brokers:
@@ -63,8 +63,9 @@ async def persistent_broker(tmp_path: Path) -> AsyncIterator[Broker]:
 
 
 @pytest.fixture
-async def proxy(persistent_broker: Broker) -> AsyncIterator[Proxy]:
-    async with Proxy(persistent_broker.stomp_ports[0]) as started:
+def proxy(persistent_broker: Broker) -> Iterator[ScriptedStompServer]:
+    """A front for the broker that relays everything until the test freezes or drops it."""
+    with ScriptedStompServer(persistent_broker.stomp_ports[0], []) as started:
         yield started
 
 

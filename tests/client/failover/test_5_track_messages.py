@@ -14,8 +14,8 @@ import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import Connection, Subscription, connect
+from ferrymq.testing.scripted import Direction, ScriptedStompServer
 from tests.client.failover.conftest import Watcher
-from tests.client.failover.proxy import Direction, Proxy
 
 BEFORE, DURING = 100, 50
 
@@ -36,7 +36,7 @@ async def send_batch(producer: Connection, prefix: str, count: int) -> None:
 
 @pytest.mark.parametrize("lost", ["up", "down"])
 async def test_5_track_messages_resends_unreceipted_sends_without_duplicates(
-    persistent_broker: Broker, proxy: Proxy, lost: Direction
+    persistent_broker: Broker, proxy: ScriptedStompServer, lost: Direction
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     consumer = await connect(direct)
@@ -51,7 +51,7 @@ async def test_5_track_messages_resends_unreceipted_sends_without_duplicates(
         # The broker has them (the consumer sees them); only the receipts are lost.
         seen = await drain_until(subscription, f"during-{DURING - 1}")
         assert len(seen) == BEFORE + DURING
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await watcher.resumptions(1)
     assert producer.remote_url == direct
     assert producer.statistics().transport.replayed_commands >= DURING
@@ -69,7 +69,7 @@ async def test_5_track_messages_resends_unreceipted_sends_without_duplicates(
 
 
 async def test_5_without_track_messages_unreceipted_sends_are_lost(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     """The control: what trackMessages is for (reference §1.5, "not replayed")."""
     direct = persistent_broker.stomp_urls[0]
@@ -81,7 +81,7 @@ async def test_5_without_track_messages_unreceipted_sends_are_lost(
     await producer.send("/queue/tracked", "barrier", receipt=True)
     proxy.freeze("up")
     await send_batch(producer, "during-", DURING)
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await watcher.resumptions(1)
     await producer.send("/queue/tracked", "end", receipt=True)
     counts = await drain_until(subscription, "end")

@@ -12,9 +12,9 @@ import pytest
 from ferrymq.broker import Broker
 from ferrymq.client import TransactionRolledBack, connect
 from ferrymq.client.transaction import TransactionState
+from ferrymq.testing.scripted import ScriptedStompServer
 from tests.client.conftest import browse
 from tests.client.failover.conftest import Brokers, Watcher
-from tests.client.failover.proxy import Proxy
 
 FAST = "initialReconnectDelay=10&maxReconnectDelay=100"
 
@@ -72,7 +72,7 @@ async def test_6_a_transaction_of_sends_only_survives_the_failover(brokers: Brok
 
 
 async def test_6_a_commit_whose_receipt_was_lost_is_replayed_exactly_once(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     observer = await connect(direct)
@@ -85,7 +85,7 @@ async def test_6_a_commit_whose_receipt_was_lost_is_replayed_exactly_once(
     committing = asyncio.create_task(tx.commit())
     assert [(await seen.get(timeout=10)).text for _ in range(3)] == ["m0", "m1", "m2"]
     assert not committing.done()
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await asyncio.wait_for(committing, 10)  # replayed on the broker, which drops the copies
     assert connection.statistics().transport.replayed_commands == 5  # BEGIN, 3 SENDs, COMMIT
     await connection.send("/queue/committed", "end", persistent=True)
@@ -95,7 +95,7 @@ async def test_6_a_commit_whose_receipt_was_lost_is_replayed_exactly_once(
 
 
 async def test_6_a_commit_in_doubt_with_acks_is_forced_to_roll_back(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     async with connect(direct) as seeder:
@@ -109,7 +109,7 @@ async def test_6_a_commit_in_doubt_with_acks_is_forced_to_roll_back(
     await job.ack(transaction=tx)
     proxy.freeze("up")  # the COMMIT is lost on the way
     committing = asyncio.create_task(tx.commit())
-    await proxy.cut()
+    proxy.drop(refuse=True)
     with pytest.raises(TransactionRolledBack) as caught:
         await asyncio.wait_for(committing, 10)
     assert str(caught.value) == (

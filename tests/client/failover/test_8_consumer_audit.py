@@ -8,14 +8,14 @@ import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import SubscriptionClosedError, connect
+from ferrymq.testing.scripted import ScriptedStompServer
 from tests.client.conftest import browse
 from tests.client.failover.conftest import Watcher
-from tests.client.failover.proxy import Proxy
 
 
 @pytest.mark.parametrize("ack_mode", ["client-individual", "client"])
 async def test_8_acknowledged_messages_are_not_handed_over_twice(
-    persistent_broker: Broker, proxy: Proxy, ack_mode: str
+    persistent_broker: Broker, proxy: ScriptedStompServer, ack_mode: str
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     async with connect(direct) as seeder:
@@ -32,7 +32,7 @@ async def test_8_acknowledged_messages_are_not_handed_over_twice(
     proxy.freeze("up")
     await m1.ack()  # lost on the way: the broker still counts m1 as delivered
     m2 = await subscription.get(timeout=5)  # taken, not yet acknowledged; m3, m4 still queued
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await watcher.interruptions(1)
     await m2.ack()  # stale: not sent, but the application did acknowledge it
     await watcher.resumptions(1)
@@ -52,7 +52,7 @@ async def test_8_acknowledged_messages_are_not_handed_over_twice(
 
 
 async def test_8_auto_acknowledged_messages_already_received_are_kept(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     """In auto mode the broker counted them consumed when it wrote them: dropping them from
     the local queue would lose them."""
@@ -63,14 +63,14 @@ async def test_8_auto_acknowledged_messages_already_received_are_kept(
     for n in range(3):
         await connection.send("/queue/auto", f"m{n}", receipt=True)
     await connection.send("/queue/auto-barrier", "x", receipt=True)
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await watcher.resumptions(1)
     assert [(await subscription.get(timeout=5)).text for _ in range(3)] == ["m0", "m1", "m2"]
     await connection.disconnect()
 
 
 async def test_8_a_browse_interrupted_by_a_failover_ends_with_an_error(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     async with connect(direct) as seeder:
@@ -80,7 +80,7 @@ async def test_8_a_browse_interrupted_by_a_failover_ends_with_an_error(
     watcher = Watcher(connection)
     proxy.freeze("down")  # the browse starts; nothing of it comes back
     browser = await connection.subscribe("/queue/browsed", browser=True, receipt=False)
-    await proxy.cut()
+    proxy.drop(refuse=True)
     await watcher.resumptions(1)
     with pytest.raises(SubscriptionClosedError, match="interrupted by a failover"):
         async for _ in browser:
@@ -91,7 +91,7 @@ async def test_8_a_browse_interrupted_by_a_failover_ends_with_an_error(
 
 
 async def test_8_client_id_and_durable_subscription_are_restored(
-    persistent_broker: Broker, proxy: Proxy
+    persistent_broker: Broker, proxy: ScriptedStompServer
 ) -> None:
     direct = persistent_broker.stomp_urls[0]
     connection = await connect(
@@ -106,12 +106,12 @@ async def test_8_client_id_and_durable_subscription_are_restored(
         await publisher.send("/topic/news", "before", persistent=True, headers={"kind": "x"})
         first = await news.get(timeout=5)
         await first.ack(receipt=True)
-        await proxy.cut()  # refuses new connections until started again
+        proxy.drop(refuse=True)  # refuses new connections until started again
         await watcher.interruptions(1)
         # While the client is away, the durable subscription keeps what matches its selector.
         await publisher.send("/topic/news", "skipped", persistent=True, headers={"kind": "y"})
         await publisher.send("/topic/news", "while away", persistent=True, headers={"kind": "x"})
-    await proxy.start()
+    proxy.follow([])
     await watcher.resumptions(1)
     message = await news.get(timeout=5)
     assert (message.text, message.subscription) == ("while away", news.id)
