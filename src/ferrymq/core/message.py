@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import NewType
 
 from ferrymq.core.destination import Destination
+from ferrymq.core.errors import BrokerError
 
 MessageId = NewType("MessageId", str)
 
@@ -23,6 +24,16 @@ MAX_LONG = 2**63 - 1
 hold: a Java long, as ActiveMQ parses it, and what the stores' 64-bit integer columns take. A
 larger one would fail the store's commit, and with it the broker, for every message of the
 group commit; it is refused at SEND instead."""
+
+
+def require_long(name: str, number: int) -> int:
+    """``number``, if a Java long holds it; else ``BrokerError`` naming the header ``name``."""
+    if not -MAX_LONG - 1 <= number <= MAX_LONG:
+        raise BrokerError(
+            f"header {name} must fit in a signed 64-bit integer (a Java long), got {number}"
+        )
+    return number
+
 
 # Property names with a meaning to the broker (ActiveMQ's JMS names, as STOMP headers).
 GROUP_ID = "JMSXGroupID"

@@ -28,7 +28,7 @@ from ferrymq.core import codec
 from ferrymq.core.cron import CronError, CronSchedule, parse_cron
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
-from ferrymq.core.message import MAX_LONG, Message
+from ferrymq.core.message import Message, require_long
 from ferrymq.store.base import AddMessage, RemoveMessage, StoredMessage
 
 if TYPE_CHECKING:
@@ -85,9 +85,7 @@ def _long(message: Message, name: str) -> int:
         raise BrokerError(f"header {name} must be a whole number, got {value!r}") from None
     if number < 0:
         raise BrokerError(f"header {name} must not be negative, got {number}")
-    if number > MAX_LONG:
-        raise BrokerError(f"header {name} must fit in a signed 64-bit integer, got {number}")
-    return number
+    return require_long(name, number)
 
 
 @dataclass(frozen=True, slots=True)

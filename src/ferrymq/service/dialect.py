@@ -18,7 +18,13 @@ from collections.abc import Mapping, Sequence
 
 from ferrymq.core.destination import Destination, DestinationError, DestinationType
 from ferrymq.core.errors import BrokerError
-from ferrymq.core.message import MAX_LONG, MAX_PRIORITY, MIN_PRIORITY, Message, MessageId
+from ferrymq.core.message import (
+    MAX_PRIORITY,
+    MIN_PRIORITY,
+    Message,
+    MessageId,
+    require_long,
+)
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.encoder import header_block
 from ferrymq.stomp.errors import LocalProtocolError
@@ -178,15 +184,6 @@ def _int_value(name: str, value: str, default: int) -> int:
         raise BrokerError(f"header {name} must be an integer, got {value!r}") from None
 
 
-def _long_value(name: str, value: str, default: int) -> int:
-    number = _int_value(name, value, default)
-    if not -MAX_LONG - 1 <= number <= MAX_LONG:
-        raise BrokerError(
-            f"header {name} must fit in a signed 64-bit integer (a Java long), got {number}"
-        )
-    return number
-
-
 def message_from_send(
     message_id: MessageId,
     headers: Mapping[str, str],
@@ -213,9 +210,9 @@ def message_from_send(
             if not MIN_PRIORITY <= priority <= MAX_PRIORITY:
                 raise BrokerError(f"header priority must be 0-9, got {priority}")
         elif name == h.EXPIRES:
-            expires = max(_long_value(name, value, 0), 0)
+            expires = max(require_long(name, _int_value(name, value, 0)), 0)
         elif name == h.TIMESTAMP:
-            timestamp = _long_value(name, value, 0)
+            timestamp = require_long(name, _int_value(name, value, 0))
         elif name == h.BROKER_PATH:
             path = value
         elif name == h.FERRYMQ_PRODUCER_MESSAGE_ID:
