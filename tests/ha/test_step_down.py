@@ -18,14 +18,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from ferrymq.client import Message, Subscription, connect
+from ferrymq.client import connect
 from ferrymq.testing import BrokerProcess
 from tests.ha.conftest import broker_group, start_group, wait_for_master
-from tests.ha.test_group_soak import produce
+from tests.ha.test_group_soak import Tally, produce
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_shared_file_group import group_config as shared_file_group
 from tests.postgres import PostgresDatabase
@@ -35,36 +34,6 @@ PREFETCH = 100
 URL_OPTIONS = "randomize=false&initialReconnectDelay=50&maxReconnectDelay=500"
 WAIT_S = 60.0
 QUEUE = "/queue/step-down"
-
-
-class Consumer:
-    """Takes every message and acknowledges it, as ``ferrymq consume`` does (no receipt: the
-    next MESSAGE frame, waiting for the write that marks it delivered, heads the broker's
-    outbox for this connection when the write fails)."""
-
-    def __init__(self, subscription: Subscription) -> None:
-        self.subscription = subscription
-        self.counts: Counter[str] = Counter()
-        self.unflagged: list[str] = []
-        """Bodies delivered again without ``redelivered:true``."""
-        self._changed = asyncio.Event()
-
-    async def run(self) -> None:
-        async for message in self.subscription:
-            self._record(message)
-            await message.ack()
-            self._changed.set()
-
-    def _record(self, message: Message) -> None:
-        if self.counts[message.text] and not message.redelivered:
-            self.unflagged.append(message.text)
-        self.counts[message.text] += 1
-
-    async def until(self, done: Callable[[], bool]) -> None:
-        async with asyncio.timeout(WAIT_S):
-            while not done():
-                self._changed.clear()
-                await self._changed.wait()
 
 
 def slave_lines(process: BrokerProcess) -> int:
@@ -80,14 +49,14 @@ async def step_down_under_load(
     master = brokers[0]
     producer = await connect(url)
     consumer_connection = await connect(url)
-    consumer = Consumer(
+    consumer = Tally(
         await consumer_connection.subscribe(QUEUE, ack="client-individual", prefetch=PREFETCH)
     )
     bodies = [f"m{n}" for n in range(COUNT)]
     async with asyncio.TaskGroup() as tasks:
         consuming = tasks.create_task(consumer.run())
         producing = tasks.create_task(produce(producer, bodies, QUEUE))
-        await consumer.until(lambda: len(consumer.counts) >= COUNT // 3)
+        await consumer.until(lambda: len(consumer.counts) >= COUNT // 3, WAIT_S)
         before = slave_lines(master)
         taken_at = time.monotonic()
         take_the_lock()
@@ -99,14 +68,13 @@ async def step_down_under_load(
         serving_s = time.monotonic() - taken_at
         await producing
         await producer.send(QUEUE, "end", persistent=True)
-        await consumer.until(lambda: consumer.counts["end"] > 0)
+        await consumer.until(lambda: consumer.counts["end"] > 0, WAIT_S)
         consuming.cancel()
     assert slave_lines(master) > before, "the master did not step down"
     assert not consumer_connection.closed, consumer_connection.close_reason
     assert consumer_connection.statistics().interruptions >= 1
     assert consumer.counts.pop("end") == 1
     assert set(consumer.counts) == set(bodies)
-    assert consumer.unflagged == []
     # Exactly once to the application: the client drops a redelivery of what it acknowledged.
     assert [body for body, n in consumer.counts.items() if n != 1] == []
     print(
