@@ -1,19 +1,19 @@
 """The SQL side of ``PostgresStore``: one session, its transactions, recovery, ``WritePlan``s.
 
-Everything here runs on the store's writer thread and blocks; ``postgres.py`` owns the thread, the
-queue and the futures.  The connection is in autocommit mode and transactions are explicit:
-``BEGIN ISOLATION LEVEL READ COMMITTED`` whatever the server's default, since the fence's
-reasoning needs it (``postgres_fence``).  A group of batches is sent as one pipeline: ``BEGIN``,
-the writes and loads in submission order, the fence check, ``COMMIT``, then one sync.  One round
-trip per group, and the server never waits for this client inside a transaction (it would hold
-row locks against a successor meanwhile).
+Everything here runs on the store's writer thread and blocks; ``writer.py`` owns the thread, the
+queue and the futures, and hands a group to ``run_group``.  The connection is in autocommit mode
+and transactions are explicit: ``BEGIN ISOLATION LEVEL READ COMMITTED`` whatever the server's
+default, since the fence's reasoning needs it (``postgres_fence``).  A group of batches is sent
+as one pipeline: ``BEGIN``, the writes and loads in submission order, the fence check,
+``COMMIT``, then one sync.  One round trip per group, and the server never waits for this client
+inside a transaction (it would hold row locks against a successor meanwhile).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import groupby
-from typing import Any, TypeAlias
+from typing import Any
 
 import psycopg
 
@@ -32,9 +32,7 @@ from ferrymq.store.postgres_fence import (
     TableNames,
 )
 from ferrymq.store.postgres_schema import ensure_schema
-
-LoadRequest: TypeAlias = tuple[str, int, int]
-"""``(container, from_seq, limit)``."""
+from ferrymq.store.writer import Step
 
 
 class PostgresDatabase:
@@ -43,11 +41,13 @@ class PostgresDatabase:
     def __init__(
         self,
         connection: psycopg.Connection[Any],
+        conninfo: str,
         names: TableNames,
         producer_id_window: int,
         fence: Fence | None,
     ) -> None:
         self._db = connection
+        self._conninfo = conninfo
         self._names = names
         self._window = producer_id_window
         self._fence = fence
@@ -121,7 +121,7 @@ class PostgresDatabase:
         ``ValueError``."""
         connection = psycopg.connect(conninfo, autocommit=True, application_name=application_name)
         try:
-            db = cls(connection, names, producer_id_window, fence)
+            db = cls(connection, conninfo, names, producer_id_window, fence)
             ensure_schema(connection, names, create_tables)
             db._configure_session()
         except BaseException:
@@ -156,8 +156,9 @@ class PostgresDatabase:
         if self._db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             self._db.execute("ROLLBACK")
 
-    def run_group(self, steps: Sequence[WritePlan | LoadRequest]) -> list[list[StoredMessage]]:
-        """Apply the plans and run the loads in order, in one transaction and one round trip.
+    def run_group(self, steps: Sequence[Step]) -> list[list[StoredMessage]]:
+        """Apply the plans and run the loads in order, in one transaction and one round trip
+        (``writer.Database``).
 
         Returns the loads' results in order.  Raises ``LockLostError`` when the fence check
         fails, ``psycopg.Error`` for anything else; the caller rolls back.
@@ -190,6 +191,14 @@ class PostgresDatabase:
             [StoredMessage(container, seq, blob, d) for seq, blob, d in cursor.fetchall()]
             for container, cursor in loads
         ]
+
+    def explain(self, error: Exception) -> Exception:
+        """A broken connection may be the first sign of a takeover (``lease_lost``)."""
+        if isinstance(error, psycopg.OperationalError) and self._fence is not None:
+            lost = lease_lost(self._conninfo, self._fence)
+            if lost is not None:
+                return LockLostError(lost)
+        return error
 
     def _end_transaction(self) -> None:
         if self._fence is not None:

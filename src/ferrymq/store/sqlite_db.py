@@ -1,8 +1,8 @@
 """The SQL side of ``SqliteStore``: schema, recovery, applying a ``WritePlan``, paging messages in.
 
-Everything here runs on the store's writer thread and blocks; ``sqlite.py`` owns the thread, the
-queue and the futures.  Transactions are explicit (``isolation_level=None``) so one group of batches
-is one ``BEGIN IMMEDIATE`` … ``COMMIT``.
+Everything here runs on the store's writer thread and blocks; ``writer.py`` owns the thread, the
+queue and the futures, and hands a group to ``run_group``.  Transactions are explicit
+(``isolation_level=None``) so one group of batches is one ``BEGIN IMMEDIATE`` … ``COMMIT``.
 
 **Locking.**  The connection sets ``PRAGMA locking_mode=EXCLUSIVE`` before its first access, so
 SQLite never creates the ``-shm`` shared-memory wal-index (SQLite's "Write-Ahead Logging", "Use
@@ -24,7 +24,7 @@ current database, and cannot see past a connection's own cache (see docs/master-
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from ferrymq.store.base import (
     StoredMessage,
 )
 from ferrymq.store.coalesce import TableOp, TableOpKind, WritePlan
+from ferrymq.store.writer import Step
 
 SCHEMA_VERSION = 1
 
@@ -107,12 +108,26 @@ def is_busy(error: sqlite3.Error) -> bool:
 
 
 class SqliteDatabase:
-    """One connection to ``ferrymq.db``; use it from one thread only."""
+    """One connection to ``ferrymq.db``; use it from one thread only.
 
-    def __init__(self, connection: sqlite3.Connection, path: Path, producer_id_window: int) -> None:
+    ``fence`` (the master/slave locker's cheap check, raising ``LockLostError``) runs before each
+    write transaction begins and again just before its commit; ``before_commit`` (the store's
+    test hook) runs right before that last fence check."""
+
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        path: Path,
+        producer_id_window: int,
+        *,
+        fence: Callable[[], None] | None = None,
+        before_commit: Callable[[], None] | None = None,
+    ) -> None:
         self._db = connection
         self._path = path
         self._window = producer_id_window
+        self._fence = fence
+        self._before_commit = before_commit
         # Prune the duplicate window in steps, not per message: a range delete every 1/16 window.
         self._prune_slack = max(1, producer_id_window // 16)
         self._producer_rows = 0
@@ -122,7 +137,14 @@ class SqliteDatabase:
 
     @classmethod
     def open(
-        cls, path: Path, synchronous: str, producer_id_window: int, *, exclusive: bool = True
+        cls,
+        path: Path,
+        synchronous: str,
+        producer_id_window: int,
+        *,
+        exclusive: bool = True,
+        fence: Callable[[], None] | None = None,
+        before_commit: Callable[[], None] | None = None,
     ) -> SqliteDatabase:
         """Open or create; raises ``sqlite3.Error`` (or ``ValueError`` for a newer schema).
 
@@ -147,10 +169,39 @@ class SqliteDatabase:
         except BaseException:
             connection.close()
             raise
-        return cls(connection, path, producer_id_window)
+        return cls(connection, path, producer_id_window, fence=fence, before_commit=before_commit)
 
     def close(self) -> None:
         self._db.close()
+
+    def run_group(self, steps: Sequence[Step]) -> list[list[StoredMessage]]:
+        """One group of the writer (``writer.Database``): the fence, then ``BEGIN IMMEDIATE``
+        and the epoch check before the first plan; the plans and loads in order; then the test
+        hook, the fence again (as late as possible: the window left is ``COMMIT`` itself) and
+        ``COMMIT``.  Loads before the first plan need no transaction: every write submitted
+        before them was committed by an earlier group."""
+        loaded: list[list[StoredMessage]] = []
+        in_transaction = False
+        for step in steps:
+            if not isinstance(step, WritePlan):
+                loaded.append(self.load(*step))
+                continue
+            if not in_transaction:
+                if self._fence is not None:
+                    self._fence()
+                self.begin()
+                in_transaction = True
+            self.apply(step)
+        if in_transaction:
+            if self._before_commit is not None:
+                self._before_commit()
+            if self._fence is not None:
+                self._fence()
+            self.commit()
+        return loaded
+
+    def explain(self, error: Exception) -> Exception:
+        return error
 
     def begin(self) -> None:
         """Begin a write transaction, fenced: raises ``LockLostError`` (and rolls back) before
