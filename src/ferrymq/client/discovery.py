@@ -36,6 +36,7 @@ from ferrymq.client.failover.transport import FailoverTransport
 from ferrymq.client.failover.urls import check_members
 from ferrymq.client.transport import TransportListener, TransportStatistics
 from ferrymq.stomp.events import Connected
+from ferrymq.util.backoff import ExponentialBackOff
 from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ class StaticDiscoveryAgent:
 
     def __init__(self, uris: Sequence[str], options: StaticAgentOptions | None = None) -> None:
         self.options = options if options is not None else StaticAgentOptions()
+        # SimpleDiscoveryAgent's rule: the first wait is initialReconnectDelay even above the cap.
+        self._back_off = ExponentialBackOff.of(self.options)
         self._services = {uri: _Service(uri) for uri in uris}
         self._listener: DiscoveryListener | None = None
 
@@ -135,12 +138,7 @@ class StaticDiscoveryAgent:
 
     def delay_ms(self, failures: int) -> int:
         """The wait before announcing a service again after ``failures`` quick failures."""
-        options = self.options
-        delay = float(options.initial_reconnect_delay_ms)
-        if options.use_exponential_back_off:
-            for _ in range(failures - 1):
-                delay = min(delay * options.back_off_multiplier, options.max_reconnect_delay_ms)
-        return int(delay)
+        return self._back_off.delay_ms(failures)
 
     async def _announce_later(self, service: _Service, delay_s: float) -> None:
         try:

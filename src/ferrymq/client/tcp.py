@@ -1,10 +1,10 @@
 """One socket to one broker: ``tcp://host:port`` and ``stomp://host:port``.
 
-Three kinds of task run under one ``TaskGroup`` that the transport owns: the reader (bytes in,
-events up), the writer (everything queued during a loop turn goes out in one ``writelines``),
-and, when negotiated, the heart-beat sender and the read watchdog (ActiveMQ's
-``InactivityMonitor``, as a pair of loops). The first of them to fail ends all of them and the
-transport reports ``on_closed`` once.
+Tasks run under one ``TaskGroup`` that the transport owns: the reader (bytes in, events up),
+the writer (everything queued during a loop turn goes out in one ``writelines``), and, when a
+broker heart-beat is negotiated, one that fails once the heart-beat watchdog
+(``ferrymq.util.heartbeat``; its timer queues the keep-alives) declares the broker gone. The
+first to fail ends all of them and the transport reports ``on_closed`` once.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
 from ferrymq.stomp.events import ClientEvent, Connected, ErrorEvent
 from ferrymq.stomp.frame import HeartBeat
 from ferrymq.stomp.negotiation import negotiate_heart_beat
+from ferrymq.util.heartbeat import HeartBeatWatchdog
 from ferrymq.util.uri import URI
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,8 @@ class TcpTransport:
         """``abort`` was called: the end of the connection is its owner's doing."""
         self._send_interval_ms = 0
         self._receive_timeout_ms = 0
-        self._last_read = self._last_write = 0.0
+        self._heart_beat = self._watchdog(0, 0)
+        self._broker_silent: asyncio.Future[None] | None = None
         self._frames_sent = self._bytes_sent = self._bytes_received = 0
         self._beats_sent = self._beats_received = 0
 
@@ -221,8 +223,10 @@ class TcpTransport:
         timing = negotiate_heart_beat(connected.heart_beat, info.heart_beat)
         self._send_interval_ms = timing.send_interval_ms
         self._receive_timeout_ms = timing.receive_timeout_ms
+        self._heart_beat = self._watchdog(self._send_interval_ms, self._receive_timeout_ms)
         loop = asyncio.get_running_loop()
-        self._last_read = self._last_write = loop.time()
+        self._broker_silent = loop.create_future()
+        self._heart_beat.start()
         self._runner = loop.create_task(self._run(), name=f"ferrymq-client {self._url}")
         return connected
 
@@ -269,13 +273,12 @@ class TcpTransport:
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self._read_loop())
                 tasks.create_task(self._write_loop())
-                if self._send_interval_ms:
-                    tasks.create_task(self._send_heart_beats(self._send_interval_ms / 1000))
                 if self._receive_timeout_ms:
-                    tasks.create_task(self._watch_reads(self._receive_timeout_ms / 1000))
+                    tasks.create_task(self._until_broker_silent())
         except* Exception as group:
             error = _as_closed(group.exceptions[0])
         finally:
+            self._heart_beat.stop()
             self._mark_closed(error or ConnectionClosed("connection closed"))
             await self._close_socket()
         if error is not None and self._listener is not None and not self._aborted:
@@ -284,15 +287,15 @@ class TcpTransport:
     async def _read_loop(self) -> None:
         reader = self._reader
         assert reader is not None
-        loop = asyncio.get_running_loop()
         early, self._early = self._early, []
         self._dispatch(early)
         receive = self._session.receive_data
+        heart_beat = self._heart_beat
         while True:
             data = await reader.read(READ_BYTES)
             if not data:
                 raise ConnectionClosed("the broker closed the connection")
-            self._last_read = loop.time()
+            heart_beat.touch_read()
             self._bytes_received += len(data)
             try:
                 events = receive(data)
@@ -312,8 +315,8 @@ class TcpTransport:
 
     async def _write_loop(self) -> None:
         writer = self._writer
+        heart_beat = self._heart_beat
         assert writer is not None
-        loop = asyncio.get_running_loop()
         wake = self._wake
         while True:
             await wake.wait()
@@ -322,36 +325,39 @@ class TcpTransport:
             self._bytes_sent += self._pending_bytes
             self._pending_bytes = 0
             writer.writelines(chunks)
-            self._last_write = loop.time()
+            heart_beat.touch_wrote()
             await writer.drain()
             if self._pending_bytes <= WRITE_HIGH_WATER_BYTES:
                 self._writable.set()
 
-    async def _send_heart_beats(self, interval_s: float) -> None:
-        """Write an EOL whenever nothing was written for half the interval, so the broker,
-        which checks once per interval, always sees something (STOMP 1.2 "Heart-beating")."""
-        loop = asyncio.get_running_loop()
-        period = interval_s / 2
-        while True:
-            idle = loop.time() - self._last_write
-            if idle >= period and not self._pending:
-                self._enqueue(HEARTBEAT_BYTES)
-                self._beats_sent += 1
-                idle = 0.0
-            await asyncio.sleep(max(period - idle, 0.001))
+    def _watchdog(self, send_interval_ms: int, receive_timeout_ms: int) -> HeartBeatWatchdog:
+        # An EOL whenever nothing was written for half the interval, so the broker, which checks
+        # once per interval, always sees something (STOMP 1.2 "Heart-beating").
+        return HeartBeatWatchdog(
+            keep_alive_after_s=send_interval_ms / 1000 / 2,
+            read_timeout_s=receive_timeout_ms / 1000,
+            grace=HEART_BEAT_GRACE,
+            send_keep_alive=self._send_heart_beat,
+            on_peer_gone=self._broker_went_silent,
+        )
 
-    async def _watch_reads(self, timeout_s: float) -> None:
-        loop = asyncio.get_running_loop()
-        limit = timeout_s * HEART_BEAT_GRACE
-        while True:
-            silent = loop.time() - self._last_read
-            if silent >= limit:
-                raise ConnectionClosed(
-                    f"nothing from the broker for {silent * 1000:.0f} ms "
-                    f"(heart-beat every {self._receive_timeout_ms} ms negotiated): "
-                    "the connection is dead"
-                )
-            await asyncio.sleep(limit - silent)
+    def _send_heart_beat(self) -> None:
+        if not self._pending:  # else the writer is about to write anyway
+            self._enqueue(HEARTBEAT_BYTES)
+            self._beats_sent += 1
+
+    def _broker_went_silent(self, silent_s: float) -> None:
+        reason = (
+            f"nothing from the broker for {silent_s * 1000:.0f} ms "
+            f"(heart-beat every {self._receive_timeout_ms} ms negotiated): the connection is dead"
+        )
+        if self._broker_silent is not None and not self._broker_silent.done():
+            self._broker_silent.set_exception(ConnectionClosed(reason))
+
+    async def _until_broker_silent(self) -> None:
+        """Fails, ending the others, once the watchdog declares the broker gone."""
+        assert self._broker_silent is not None
+        await self._broker_silent
 
     # ---- writing ----
 
@@ -386,6 +392,7 @@ class TcpTransport:
         # On 3.11 a reader failing in the same loop turn wins over the cancel in the runner's
         # TaskGroup; the owner that aborted must not hear of that as a lost connection.
         self._aborted = True
+        self._heart_beat.stop()
         self._mark_closed(ConnectionClosed("connection closed by the application"))
         if self._runner is not None:
             self._runner.cancel()

@@ -37,6 +37,7 @@ from ferrymq.discovery.fabric_options import FabricOptions, fabric_options
 from ferrymq.discovery.fabric_registry import Notification, RegistryConnection
 from ferrymq.discovery.multicast import hold_back, tell
 from ferrymq.discovery.multicast_services import Heard, RemoteServices
+from ferrymq.util.backoff import ExponentialBackOff
 from ferrymq.util.uri import AnyURI
 
 log = logging.getLogger(__name__)
@@ -188,8 +189,8 @@ class FabricDiscoveryAgent:
                 self._failures += 1
                 self._outage(exc, loop.time())
                 await self._drop()
-                exponent = min(self._failures - 1, 20)
-                await asyncio.sleep(min(FIRST_RETRY_MS * 2**exponent, self._retry_cap_ms) / 1000)
+                back_off = ExponentialBackOff(FIRST_RETRY_MS, self._retry_cap_ms)
+                await asyncio.sleep(back_off.delay_ms(self._failures) / 1000)
 
     @property
     def _retry_cap_ms(self) -> int:

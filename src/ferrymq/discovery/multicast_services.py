@@ -24,6 +24,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from ferrymq.util.backoff import ExponentialBackOff
+
 FAILURE_MEMORY_S: Final = 60.0
 """A service heard this long after its last recovery starts again from its first failure
 (ActiveMQ's ``updateHeartBeat``)."""
@@ -72,6 +74,9 @@ class RemoteService:
 class RemoteServices:
     def __init__(self, options: HoldBackOptions, own: Collection[str]) -> None:
         self.options = options
+        # maxReconnectDelay bounds every hold-back: ActiveMQ's agent caps its grown waits at
+        # it; FerryMQ caps the first one too, so a failed service is back within it at most.
+        self._back_off = ExponentialBackOff.of(options, cap_initial=True)
         self.own = own
         """The agent's registered services (a live view): never announced, never removed."""
         self.services: dict[str, RemoteService] = {}
@@ -126,12 +131,4 @@ class RemoteServices:
 
     def recovery_delay_ms(self, failures: int) -> int:
         """How long a service that failed ``failures`` times in a row is held back."""
-        options = self.options
-        cap = options.max_reconnect_delay_ms
-        delay = float(min(options.initial_reconnect_delay_ms, cap))
-        if options.use_exponential_back_off:
-            for _ in range(failures - 1):
-                if delay >= cap:
-                    break
-                delay = min(delay * options.back_off_multiplier, cap)
-        return int(delay)
+        return self._back_off.delay_ms(failures)

@@ -29,15 +29,17 @@ from ferrymq.store.base import (
     StoreOp,
 )
 from ferrymq.store.oplog import decode_ops
+from ferrymq.util.heartbeat import HeartBeatWatchdog
 from ferrymq.util.uri import URI, parse_uri
 
 log = logging.getLogger(__name__)
 
 RETRY_S = 1.0
+"""How often a slave retries a master that is not up yet."""
 HEART_BEAT_MS = 5000
 """Asked both ways on the replication link; the master drops a silent slave the same way."""
 HEART_BEAT_GRACE = 1.5
-"""How often a slave retries a master that is not up yet."""
+"""Silence beyond the heart-beat interval after which the master counts as gone."""
 
 
 class ReplicationError(Exception):
@@ -122,65 +124,79 @@ class MasterConnector:
             )
         )
         await writer.drain()
-        loop = asyncio.get_running_loop()
+        # Heart-beats both ways: a master whose host vanished without closing the connection
+        # (power loss, partition) is noticed within 1.5 intervals; a keep-alive goes out after
+        # half an interval without a write.
         interval_s = HEART_BEAT_MS / 1000
-        last_read = last_write = loop.time()
-        task = asyncio.current_task()
+        heart_beat = HeartBeatWatchdog(
+            keep_alive_after_s=interval_s / 2,
+            read_timeout_s=interval_s,
+            grace=HEART_BEAT_GRACE,
+            send_keep_alive=lambda: writer.write(b"\n"),
+            on_peer_gone=lambda silent_s: self._master_silent(writer, silent_s),
+        )
+        heart_beat.start()
+        try:
+            await self._receive(session, reader, writer, heart_beat)
+        finally:
+            heart_beat.stop()
+
+    def _master_silent(self, writer: asyncio.StreamWriter, silent_s: float) -> None:
+        log.warning(
+            "slave %s: the master %s went silent (no heart-beat for %.1f s)",
+            self.name,
+            self.remote_uri,
+            silent_s,
+        )
+        writer.transport.abort()  # ends the pending read: the link is over
+
+    async def _receive(
+        self,
+        session: ClientSession,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        heart_beat: HeartBeatWatchdog,
+    ) -> None:
         while True:
             try:
-                # Heart-beats both ways: a master whose host vanished without closing the
-                # connection (power loss, partition) is noticed within 1.5 intervals.
-                if loop.time() - last_write >= interval_s / 2:
-                    writer.write(b"\n")
-                    await writer.drain()
-                    last_write = loop.time()
-                if task is not None and task.cancelling():
-                    raise asyncio.CancelledError  # one that a racing timeout turned into a
-                    # TimeoutError (Python 3.11) must still end the slave's loop
-                try:
-                    async with asyncio.timeout(interval_s / 2):
-                        data = await reader.read(256 * 1024)
-                except TimeoutError:
-                    if loop.time() - last_read > interval_s * HEART_BEAT_GRACE:
-                        log.warning(
-                            "slave %s: the master %s went silent (no heart-beat for %.1f s)",
-                            self.name,
-                            self.remote_uri,
-                            loop.time() - last_read,
-                        )
-                        return
-                    continue
-                last_read = loop.time()
+                data = await reader.read(256 * 1024)
             except OSError as exc:  # a killed master often resets the connection
                 log.warning("slave %s: lost the master %s: %s", self.name, self.remote_uri, exc)
+                return
+            if heart_beat.peer_gone:
                 return
             if not data:
                 log.warning(
                     "slave %s: the master %s closed the connection", self.name, self.remote_uri
                 )
                 return
-            for event in session.receive_data(data):
-                match event:
-                    case Connected():
-                        self.statistics.attached = True
-                        log.info("slave %s: replicating from %s", self.name, self.remote_uri)
-                        if self._on_attached is not None:
-                            self._on_attached()
-                    case ErrorEvent():
-                        raise ReplicationError(
-                            f"master {self.remote_uri} refused the slave: {event.message}"
-                        )
-                    case MessageEvent() if event.subscription == h.REPLICATION_SUBSCRIPTION:
-                        await self._apply(event)
-                        writer.write(session.ack(event))
-                        last_write = loop.time()
-                        try:
-                            await writer.drain()
-                        except OSError as exc:
-                            log.warning(
-                                "slave %s: lost the master %s: %s", self.name, self.remote_uri, exc
+            heart_beat.touch_read()
+            with heart_beat.receiving():  # a slow store write is no silence of the master
+                for event in session.receive_data(data):
+                    match event:
+                        case Connected():
+                            self.statistics.attached = True
+                            log.info("slave %s: replicating from %s", self.name, self.remote_uri)
+                            if self._on_attached is not None:
+                                self._on_attached()
+                        case ErrorEvent():
+                            raise ReplicationError(
+                                f"master {self.remote_uri} refused the slave: {event.message}"
                             )
-                            return
+                        case MessageEvent() if event.subscription == h.REPLICATION_SUBSCRIPTION:
+                            await self._apply(event)
+                            writer.write(session.ack(event))
+                            heart_beat.touch_wrote()
+                            try:
+                                await writer.drain()
+                            except OSError as exc:
+                                log.warning(
+                                    "slave %s: lost the master %s: %s",
+                                    self.name,
+                                    self.remote_uri,
+                                    exc,
+                                )
+                                return
 
     async def _apply(self, event: MessageEvent) -> None:
         ops = decode_ops(event.body)

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from ferrymq.client.failover.options import INFINITE, FailoverOptions
+from ferrymq.util.backoff import ExponentialBackOff
 from ferrymq.util.uri import URI
 
 STOMP_PORT: Final = 61613
@@ -56,10 +57,17 @@ def unique(uris: Iterable[URI], exclude: Iterable[URI] = ()) -> list[URI]:
 class ReconnectPolicy:
     """The decisions of the failover loop, from its options alone."""
 
-    __slots__ = ("options",)
+    __slots__ = ("_back_off", "_startup_back_off", "options")
 
     def __init__(self, options: FailoverOptions) -> None:
         self.options = options
+        # An initial wait longer than maxReconnectDelay is kept (ActiveMQ caps grown waits only).
+        self._back_off = ExponentialBackOff.of(options, jitter_ms=options.reconnect_delay_jitter_ms)
+        self._startup_back_off = ExponentialBackOff.of(
+            options,
+            initial_ms=options.reconnect_delay_ms,
+            jitter_ms=options.reconnect_delay_jitter_ms,
+        )
 
     # ---- waiting ----
 
@@ -68,24 +76,8 @@ class ReconnectPolicy:
         [0, 1) scales ``reconnectDelayJitter``."""
         if failed_passes < 1:
             raise ValueError("back-off follows at least one failed pass")
-        options = self.options
-        first = options.initial_reconnect_delay_ms
-        if startup and options.reconnect_delay_ms is not None:
-            first = options.reconnect_delay_ms
-        step = float(first)
-        if options.use_exponential_back_off and failed_passes > 1:
-            # Grow step by step so a huge pass count cannot overflow the float.
-            for _ in range(failed_passes - 1):
-                if not step:
-                    break
-                step *= options.back_off_multiplier
-                if step >= options.max_reconnect_delay_ms:
-                    step = float(options.max_reconnect_delay_ms)
-                    break
-        if options.reconnect_delay_jitter_ms and jitter:
-            ceiling = max(step, float(options.max_reconnect_delay_ms))
-            step = min(step + jitter * options.reconnect_delay_jitter_ms, ceiling)
-        return int(step)
+        back_off = self._startup_back_off if startup else self._back_off
+        return back_off.delay_ms(failed_passes, jitter)
 
     def delay_before_pass_ms(self, pass_number: int, *, startup: bool, jitter: float = 0.0) -> int:
         """How long to wait before pass ``pass_number`` (1-based) of a connect episode:
