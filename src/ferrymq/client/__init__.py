@@ -12,6 +12,7 @@ from ferrymq.client.errors import (
     BrokerErrorFrame,
     BrokerURLError,
     ClientError,
+    ConnectAttempt,
     ConnectFailedError,
     ConnectionClosed,
     FailoverTimeoutError,
@@ -23,12 +24,7 @@ from ferrymq.client.factory import Connecting, connect
 from ferrymq.client.message import Message
 from ferrymq.client.subscription import Subscription
 from ferrymq.client.transaction import Transaction, TransactionState
-from ferrymq.client.transport import (
-    ConnectAttempt,
-    Transport,
-    TransportListener,
-    TransportStatistics,
-)
+from ferrymq.client.transport import Transport, TransportListener, TransportStatistics
 
 __all__ = [
     "BrokerErrorFrame",

@@ -1,7 +1,9 @@
 """A client connection: what the application calls, over whichever transport the URL chose.
 
-The connection owns the state the application sees (receipts waited for, subscriptions,
-transactions, the producer id); the transport below owns sockets and tasks. Events come up
+The connection owns the state the application sees, in two parts below it: ``Requests`` (open
+or not, the receipts waited for) and ``Consumers`` (subscriptions, their acknowledgements,
+transactions); the transport below owns sockets and tasks. Subscriptions, messages and
+transactions hold those parts through small protocols, never the connection. Events come up
 through ``on_event``/``on_closed`` and are dispatched synchronously: a receipt resolves its
 waiter, a message goes to its subscription's queue, an ERROR goes to the call it answers or,
 answering none, closes the connection and is raised in every pending call and consumer.
@@ -22,29 +24,14 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from types import TracebackType
 from typing import Final, Self
 
-from ferrymq.client.commands import (
-    Abort,
-    Acknowledge,
-    Begin,
-    Command,
-    Commit,
-    ConnectionInfo,
-    Disconnect,
-    Send,
-    Subscribe,
-    Unsubscribe,
-)
-from ferrymq.client.errors import (
-    BrokerErrorFrame,
-    ClientError,
-    ConnectionClosed,
-    UsageError,
-)
-from ferrymq.client.message import Message
+from ferrymq.client.commands import ConnectionInfo, Disconnect, Send
+from ferrymq.client.consumers import Consumers, transaction_id
+from ferrymq.client.errors import BrokerErrorFrame, ClientError, ConnectionClosed, UsageError
+from ferrymq.client.requests import ConnectionState as ConnectionState
+from ferrymq.client.requests import Requests
 from ferrymq.client.subscription import Subscription
 from ferrymq.client.transaction import Transaction
 from ferrymq.client.transport import BrokerEvent, Transport, TransportStatistics
@@ -57,13 +44,6 @@ DISCONNECT_TIMEOUT_S: Final = 10.0
 """How long ``disconnect`` waits for the broker's receipt before closing anyway."""
 
 Callback = Callable[[], None]
-
-
-class ConnectionState(Enum):
-    CONNECTING = "connecting"
-    OPEN = "open"
-    DISCONNECTING = "disconnecting"
-    CLOSED = "closed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,31 +63,28 @@ class Connection:
         self.url = url
         self.info = info
         self._transport = transport
-        self.state = ConnectionState.CONNECTING
+        self._requests = Requests(transport)
+        self._consumers = Consumers(self, self._requests)
         self._connected: Connected | None = None
         self.producer_id = secrets.token_hex(8)
         """Prefix of every ``ferrymq.producer-message-id`` this connection sends; the broker
         drops a message whose producer message id it has already stored (issue 3's re-sends)."""
         self._send_seq = itertools.count(1)
-        self._receipt_seq = itertools.count(1)
-        self._subscription_seq = itertools.count(1)
         self._transaction_seq = itertools.count(1)
-        self._receipts: dict[str, asyncio.Future[None]] = {}
-        self._subscriptions: dict[str, Subscription] = {}
-        self._close_reason: ConnectionClosed | None = None
         self._last_error: BrokerErrorFrame | None = None
         self._closed_event = asyncio.Event()
-        self._sent = self._received = self._interruptions = self._duplicates = 0
-        self._transaction_acks: dict[str, list[Message]] = {}
-        """Messages acknowledged in each open transaction: audited once it commits."""
+        self._sent = self._interruptions = 0
         self._on_interrupted: list[Callback] = []
         self._on_resumed: list[Callback] = []
-        self._background: set[asyncio.Task[None]] = set()
 
     async def _open(self) -> Self:
         self._connected = await self._transport.open(self)
-        self.state = ConnectionState.OPEN
+        self._requests.state = ConnectionState.OPEN
         return self
+
+    @property
+    def state(self) -> ConnectionState:
+        return self._requests.state
 
     # ---- what the broker said at CONNECTED ----
 
@@ -148,16 +125,16 @@ class Connection:
 
     @property
     def close_reason(self) -> ConnectionClosed | None:
-        return self._close_reason
+        return self._requests.close_reason
 
     def statistics(self) -> ConnectionStatistics:
         return ConnectionStatistics(
             self._sent,
-            self._received,
-            len(self._subscriptions),
+            self._consumers.received,
+            len(self._consumers),
             self._transport.statistics(),
             self._interruptions,
-            self._duplicates,
+            self._consumers.duplicates,
         )
 
     def on_interrupted(self, callback: Callback) -> Callback:
@@ -204,14 +181,14 @@ class Connection:
         producer_message_id = out.setdefault(
             h.FERRYMQ_PRODUCER_MESSAGE_ID, f"{self.producer_id}:{next(self._send_seq)}"
         )
-        tx = _transaction_id(transaction)
+        tx = transaction_id(transaction)
         if isinstance(receipt, str):
             receipt_id: str | None = receipt
         elif receipt or (receipt is None and persistent and tx is None):
-            receipt_id = self._next_receipt()
+            receipt_id = self._requests.next_receipt()
         else:
             receipt_id = None
-        await self._call(Send(destination, data, out, tx, receipt_id), receipt_id)
+        await self._requests.call(Send(destination, data, out, tx, receipt_id), receipt_id)
         self._sent += 1
         return producer_message_id
 
@@ -243,11 +220,6 @@ class Connection:
         """
         if ack not in h.ACK_MODES:
             raise UsageError(f"unknown ack mode {ack!r} (auto, client, client-individual)")
-        sub_id = id if id is not None else f"sub-{next(self._subscription_seq)}"
-        if sub_id == h.CLUSTER_UPDATES_SUBSCRIPTION:
-            raise UsageError(f"subscription id {sub_id!r} is reserved for cluster updates")
-        if sub_id in self._subscriptions:
-            raise UsageError(f"subscription id {sub_id!r} is already in use")
         out = dict(headers) if headers else {}
         for name, value in (
             (h.ACTIVEMQ_PREFETCH_SIZE, prefetch),
@@ -259,101 +231,25 @@ class Connection:
         ):
             if value is not None:
                 out[name] = str(value)
-        subscription = Subscription(
-            self,
-            sub_id,
+        return await self._consumers.subscribe(
             destination,
+            id,
             ack=ack,
             selector=selector,
+            headers=out,
             durable_name=durable_name,
             browser=browser,
+            receipt=receipt,
         )
-        self._check_open()
-        self._subscriptions[sub_id] = subscription  # messages may follow the receipt at once
-        receipt_id = self._next_receipt() if receipt else None
-        try:
-            await self._call(
-                Subscribe(sub_id, destination, ack, selector, out, receipt_id), receipt_id
-            )
-        except BaseException:
-            self._forget(subscription)
-            subscription._finish(None)
-            raise
-        return subscription
-
-    async def _unsubscribe(
-        self, subscription: Subscription, *, durable: bool, receipt: bool
-    ) -> None:
-        """Called by ``Subscription.unsubscribe``."""
-        self._forget(subscription)
-        if self.state is not ConnectionState.OPEN and not durable:
-            return
-        receipt_id = self._next_receipt() if receipt else None
-        name = subscription.durable_name if durable else None
-        await self._call(Unsubscribe(subscription.id, name, receipt_id), receipt_id)
-
-    def _forget(self, subscription: Subscription) -> None:
-        if self._subscriptions.get(subscription.id) is subscription:
-            del self._subscriptions[subscription.id]
-
-    async def _settle(
-        self,
-        message: Message,
-        *,
-        nack: bool,
-        transaction: Transaction | str | None,
-        receipt: bool,
-    ) -> None:
-        """Called by ``Message.ack``/``nack``."""
-        receipt_id = self._next_receipt() if receipt else None
-        tx = _transaction_id(transaction)
-        command = Acknowledge(message.event, nack, tx, receipt_id, message.generation)
-        self._check_open()
-        if tx is None:
-            message._subscription._acknowledged(message)
-        else:
-            self._transaction_acks.setdefault(tx, []).append(message)
-        await self._call(command, receipt_id)
-
-    def _drop_duplicate(self, event: MessageEvent, generation: int, *, acknowledge: bool) -> None:
-        """A redelivery of a message the application already acknowledged (``Subscription``):
-        count it and, with ``acknowledge``, acknowledge it without a receipt and without
-        making anyone wait."""
-        self._duplicates += 1
-        if not acknowledge or self.state is not ConnectionState.OPEN:
-            return
-        task = asyncio.get_running_loop().create_task(
-            self._transport.write(Acknowledge(event, generation=generation))
-        )
-        self._background.add(task)
-        task.add_done_callback(self._background_done)
-
-    def _background_done(self, task: asyncio.Task[None]) -> None:
-        self._background.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.debug("acknowledging a duplicate failed: %s", task.exception())
 
     # ---- transactions ----
 
     def transaction(self) -> Transaction:
         """A new transaction, begun by ``async with`` (or ``await tx.begin()``)."""
-        return Transaction(self, f"tx-{next(self._transaction_seq)}")
+        return Transaction(self, self._consumers, f"tx-{next(self._transaction_seq)}")
 
     async def begin(self) -> Transaction:
         return await self.transaction().begin()
-
-    async def _begin_transaction(self, transaction: Transaction) -> None:
-        # No receipt: the id is ours and fresh, and the COMMIT's receipt covers it.
-        await self._call(Begin(transaction.id), None)
-
-    async def _end_transaction(self, transaction: Transaction, *, commit: bool) -> None:
-        receipt_id = self._next_receipt()
-        end = Commit if commit else Abort
-        acked = self._transaction_acks.pop(transaction.id, [])
-        await self._call(end(transaction.id, receipt_id), receipt_id)
-        if commit:
-            for message in acked:
-                message._subscription._acknowledged(message)
 
     # ---- closing ----
 
@@ -362,11 +258,11 @@ class Connection:
         everything sent before it was handled, then close. Idempotent."""
         try:
             if self.state is ConnectionState.OPEN:
-                self.state = ConnectionState.DISCONNECTING
-                receipt_id = self._next_receipt()
+                self._requests.state = ConnectionState.DISCONNECTING
+                receipt_id = self._requests.next_receipt()
                 try:
                     async with asyncio.timeout(timeout):
-                        await self._request(Disconnect(receipt_id), receipt_id)
+                        await self._requests.request(Disconnect(receipt_id), receipt_id)
                 except (ConnectionClosed, BrokerErrorFrame, TimeoutError):
                     pass  # closing anyway; the broker drops what it had for us
         finally:
@@ -381,8 +277,8 @@ class Connection:
     async def wait_closed(self) -> ConnectionClosed:
         """Wait until the connection is closed, for whatever reason, and return why."""
         await self._closed_event.wait()
-        assert self._close_reason is not None
-        return self._close_reason
+        assert self.close_reason is not None
+        return self.close_reason
 
     async def __aenter__(self) -> Self:
         return self
@@ -403,23 +299,16 @@ class Connection:
     def on_event(self, event: BrokerEvent) -> None:
         match event:
             case MessageEvent():
-                subscription = self._subscriptions.get(event.subscription or "")
-                if subscription is not None:
-                    self._received += 1
-                    subscription._deliver(event, self._transport.generation)
+                self._consumers.deliver(event)
             case ReceiptEvent():
-                waiter = self._receipts.pop(event.receipt_id, None)
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(None)
+                self._requests.answer(event.receipt_id)
             case ErrorEvent():
                 self._on_error(event)
 
     def _on_error(self, event: ErrorEvent) -> None:
         error = BrokerErrorFrame.from_event(event)
         self._last_error = error
-        waiter = self._receipts.pop(event.receipt_id, None) if event.receipt_id else None
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(error)
+        if event.receipt_id and self._requests.answer(event.receipt_id, error):
             return
         reason = ConnectionClosed(f"the broker sent ERROR: {error.message}", error=error)
         self._shutdown(reason, error)
@@ -427,10 +316,7 @@ class Connection:
 
     def on_transport_interrupted(self) -> None:
         self._interruptions += 1
-        for subscription in list(self._subscriptions.values()):
-            subscription._interrupted()
-            if subscription.browser:
-                self._forget(subscription)
+        self._consumers.interrupted()
         _notify(self._on_interrupted, "interrupted")
 
     def on_transport_resumed(self, connected: Connected) -> None:
@@ -438,9 +324,7 @@ class Connection:
         _notify(self._on_resumed, "resumed")
 
     def on_request_failed(self, receipt_id: str, error: ClientError) -> None:
-        waiter = self._receipts.pop(receipt_id, None)
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(error)
+        self._requests.answer(receipt_id, error)
 
     def on_closed(self, error: ConnectionClosed) -> None:
         if self.state is ConnectionState.DISCONNECTING:
@@ -454,53 +338,9 @@ class Connection:
 
     def _shutdown(self, reason: ConnectionClosed, raised: BaseException | None) -> None:
         """Closed: pending calls fail, subscriptions end (raising ``raised``, or stopping)."""
-        if self.state is ConnectionState.CLOSED:
-            return
-        self.state = ConnectionState.CLOSED
-        self._close_reason = reason
-        receipts, self._receipts = self._receipts, {}
-        for waiter in receipts.values():
-            if not waiter.done():
-                waiter.set_exception(raised or reason)
-        subscriptions, self._subscriptions = self._subscriptions, {}
-        for subscription in subscriptions.values():
-            subscription._finish(raised)
-        for task in list(self._background):
-            task.cancel()
-        self._closed_event.set()
-
-    def _check_open(self) -> None:
-        if self.state is ConnectionState.OPEN:
-            return
-        reason = self._close_reason
-        if reason is None:
-            raise ConnectionClosed(f"the connection is {self.state.value}")
-        # A new instance each time, so tracebacks do not pile up on one object.
-        raise ConnectionClosed(reason.message, error=reason.error) from reason.__cause__
-
-    def _next_receipt(self) -> str:
-        return f"r-{next(self._receipt_seq)}"
-
-    async def _call(self, command: Command, receipt_id: str | None) -> None:
-        self._check_open()
-        await self._request(command, receipt_id)
-
-    async def _request(self, command: Command, receipt_id: str | None) -> None:
-        if receipt_id is None:
-            await self._transport.write(command)
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self._receipts[receipt_id] = waiter
-        try:
-            await self._transport.write(command)
-            await waiter
-        finally:
-            if self._receipts.get(receipt_id) is waiter:
-                del self._receipts[receipt_id]
-            if waiter.done() and not waiter.cancelled():
-                waiter.exception()  # retrieved here even when write() raised first
-            else:
-                waiter.cancel()
+        if self._requests.close(reason, raised):
+            self._consumers.close(raised)
+            self._closed_event.set()
 
 
 def _register(callbacks: list[Callback], callback: Callback) -> Callback:
@@ -522,9 +362,3 @@ def _notify(callbacks: list[Callback], what: str) -> None:
             # CancelledError from it (a cancelled future's result) is its bug, not a
             # cancellation of whoever called, and must not cut that bookkeeping short.
             log.exception("an on_%s callback failed", what)
-
-
-def _transaction_id(transaction: Transaction | str | None) -> str | None:
-    if transaction is None or isinstance(transaction, str):
-        return transaction
-    return transaction.id

@@ -12,12 +12,8 @@ application asking for something that cannot work.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ferrymq.stomp.events import ErrorEvent
-
-if TYPE_CHECKING:
-    from ferrymq.client.transport import ConnectAttempt
 
 
 @dataclass(eq=False)
@@ -71,6 +67,20 @@ class ConnectionClosed(ClientError):  # noqa: N818 - the API's name (see the mod
         if self.error is not None and self.error.message not in self.message:
             return f"{self.message} ({self.error})"
         return self.message
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectAttempt:
+    """One try at one broker by a failover transport: the record ``ConnectFailedError``
+    carries (and ``TransportStatistics.connect_attempts``), hence defined here, below both."""
+
+    url: str
+    pass_number: int
+    """The pass of the connect episode it belongs to (1-based)."""
+    started_at: float
+    """Monotonic (the event loop's clock), in seconds."""
+    error: str | None = None
+    """Why it failed; None for the attempt that connected."""
 
 
 @dataclass(eq=False)

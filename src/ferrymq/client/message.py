@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ferrymq.stomp.constants import PERSISTENT, REDELIVERED
 from ferrymq.stomp.events import MessageEvent
 
 if TYPE_CHECKING:
-    from ferrymq.client.subscription import Subscription
     from ferrymq.client.transaction import Transaction
+
+
+class Settler(Protocol):
+    """How a message is acknowledged or refused: by the subscription that delivered it, which
+    knows its ack mode (a message holds this, not the subscription)."""
+
+    async def __call__(
+        self,
+        message: Message,
+        *,
+        nack: bool,
+        transaction: Transaction | str | None,
+        receipt: bool,
+    ) -> None: ...
 
 
 class Message:
@@ -21,7 +34,7 @@ class Message:
     """
 
     __slots__ = (
-        "_subscription",
+        "_settle",
         "ack_id",
         "body",
         "destination",
@@ -32,15 +45,13 @@ class Message:
         "subscription",
     )
 
-    def __init__(
-        self, event: MessageEvent, subscription: Subscription, generation: int = 0
-    ) -> None:
+    def __init__(self, event: MessageEvent, settle: Settler, generation: int = 0) -> None:
         self.event = event
         """The decoded frame, as the STOMP session gave it (what ACK and NACK are built from)."""
         self.generation = generation
         """The transport generation it arrived on: after a failover its ack is not sent (the
         broker released the message and redelivers it)."""
-        self._subscription = subscription
+        self._settle = settle
         self.destination = event.destination
         self.message_id = event.message_id
         self.headers = event.headers
@@ -67,14 +78,14 @@ class Message:
         """Acknowledge (in ``client`` mode, everything delivered before it as well, as the broker
         does). A no-op on an auto-acknowledged subscription, as in JMS. With ``receipt`` it
         returns once the broker has settled the message."""
-        await self._subscription._settle(self, nack=False, transaction=transaction, receipt=receipt)
+        await self._settle(self, nack=False, transaction=transaction, receipt=receipt)
 
     async def nack(
         self, *, transaction: Transaction | str | None = None, receipt: bool = False
     ) -> None:
         """Refuse the message: ActiveMQ moves it to the dead-letter queue at once (a persistent
         one; a non-persistent one is dropped). STOMP 1.1 and later."""
-        await self._subscription._settle(self, nack=True, transaction=transaction, receipt=receipt)
+        await self._settle(self, nack=True, transaction=transaction, receipt=receipt)
 
     def __repr__(self) -> str:
         return (

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict, deque
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Final, Protocol, Self
 
 from ferrymq.client.errors import ConnectionClosed, SubscriptionClosedError, UsageError
 from ferrymq.client.message import Message
@@ -37,7 +37,7 @@ from ferrymq.stomp.constants import ACK_AUTO, ACK_CLIENT, BROWSER, FERRYMQ_PRODU
 from ferrymq.stomp.events import MessageEvent
 
 if TYPE_CHECKING:
-    from ferrymq.client.connection import Connection
+    from ferrymq.client.requests import ConnectionView
     from ferrymq.client.transaction import Transaction
 
 BROWSE_END: Final = "end"
@@ -59,6 +59,28 @@ def message_audit_key(destination: str, message_id: str, headers: Mapping[str, s
     return (destination, headers.get(FERRYMQ_PRODUCER_MESSAGE_ID) or message_id)
 
 
+class SubscriptionOwner(Protocol):
+    """What a subscription asks of its connection (the connection's ``Consumers``)."""
+
+    async def unsubscribe(
+        self, subscription: Subscription, *, durable: bool, receipt: bool
+    ) -> None: ...
+
+    async def settle(
+        self,
+        subscription: Subscription,
+        message: Message,
+        *,
+        nack: bool,
+        transaction: Transaction | str | None,
+        receipt: bool,
+    ) -> None:
+        """ACK or NACK ``message``; once that is final, ``subscription._acknowledged``."""
+
+    def drop_duplicate(self, event: MessageEvent, generation: int, *, acknowledge: bool) -> None:
+        """Count a redelivery not handed to the application; with ``acknowledge``, ACK it."""
+
+
 class _End:
     """Queued after the last message: why the subscription ended (None: it was closed)."""
 
@@ -71,7 +93,8 @@ class _End:
 class Subscription:
     def __init__(
         self,
-        connection: Connection,
+        connection: ConnectionView,
+        owner: SubscriptionOwner,
         id: str,
         destination: str,
         *,
@@ -81,6 +104,7 @@ class Subscription:
         browser: bool,
     ) -> None:
         self.connection = connection
+        self._owner = owner
         self.id = id
         self.destination = destination
         self.ack_mode = ack
@@ -103,7 +127,7 @@ class Subscription:
         already queued can still be taken)."""
         return self._end is not None
 
-    # ---- what the connection feeds in ----
+    # ---- what the connection's ``Consumers`` feed in ----
 
     def _deliver(self, event: MessageEvent, generation: int = 0) -> None:
         if self._end is not None:
@@ -119,10 +143,10 @@ class Subscription:
             if audit_key(event) in self._audit:
                 self.duplicates_dropped += 1
                 acknowledge = self.ack_mode != ACK_CLIENT or not self._fresh
-                self.connection._drop_duplicate(event, generation, acknowledge=acknowledge)
+                self._owner.drop_duplicate(event, generation, acknowledge=acknowledge)
                 return
             self._fresh = True
-        self._queue.put_nowait(Message(event, self, generation))
+        self._queue.put_nowait(Message(event, self._settle, generation))
 
     def _interrupted(self) -> None:
         """The connection's transport lost its broker (module docstring)."""
@@ -176,7 +200,7 @@ class Subscription:
         self._queue.put_nowait(item)  # every later call sees the end too
         if self._browse_ended:
             self._browse_ended = False
-            await self.connection._unsubscribe(self, durable=False, receipt=False)
+            await self._owner.unsubscribe(self, durable=False, receipt=False)
         if item.error is not None:
             raise item.error
         reason = self.connection.close_reason
@@ -232,7 +256,7 @@ class Subscription:
         if self.ack_mode != ACK_AUTO:
             self._drain()
         self._finish(None)
-        await self.connection._unsubscribe(self, durable=durable, receipt=receipt)
+        await self._owner.unsubscribe(self, durable=durable, receipt=receipt)
 
     def _drain(self) -> None:
         """Drop the queued messages (never the end marker, which comes last)."""
@@ -256,7 +280,7 @@ class Subscription:
             if nack:
                 raise UsageError("cannot NACK a message of an auto-acknowledged subscription")
             return
-        await self.connection._settle(message, nack=nack, transaction=transaction, receipt=receipt)
+        await self._owner.settle(self, message, nack=nack, transaction=transaction, receipt=receipt)
 
     async def __aenter__(self) -> Self:
         return self

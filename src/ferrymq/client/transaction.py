@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from enum import Enum
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 from ferrymq.client.errors import ClientError, TransactionRolledBack, UsageError
 
 if TYPE_CHECKING:
-    from ferrymq.client.connection import Connection
+    from ferrymq.client.requests import ConnectionView
 
 
 class TransactionState(Enum):
@@ -17,6 +17,16 @@ class TransactionState(Enum):
     ACTIVE = "active"
     COMMITTED = "committed"
     ABORTED = "aborted"
+
+
+class TransactionOwner(Protocol):
+    """What a transaction asks of its connection (the connection's ``Consumers``, which audit
+    the acknowledgements made in it once it commits)."""
+
+    async def begin_transaction(self, transaction_id: str) -> None: ...
+
+    async def end_transaction(self, transaction_id: str, *, commit: bool) -> None:
+        """COMMIT (or ABORT) and wait for the broker's receipt."""
 
 
 class Transaction:
@@ -27,15 +37,16 @@ class Transaction:
     transaction: those messages are unacknowledged again and can be acked anew.
     """
 
-    def __init__(self, connection: Connection, id: str) -> None:
+    def __init__(self, connection: ConnectionView, owner: TransactionOwner, id: str) -> None:
         self.connection = connection
+        self._owner = owner
         self.id = id
         self.state = TransactionState.NEW
 
     async def begin(self) -> Self:
         if self.state is not TransactionState.NEW:
             raise UsageError(f"transaction {self.id} was already begun")
-        await self.connection._begin_transaction(self)
+        await self._owner.begin_transaction(self.id)
         self.state = TransactionState.ACTIVE
         return self
 
@@ -49,7 +60,7 @@ class Transaction:
         self._check_active()
         self.state = TransactionState.COMMITTED
         try:
-            await self.connection._end_transaction(self, commit=True)
+            await self._owner.end_transaction(self.id, commit=True)
         except TransactionRolledBack:
             self.state = TransactionState.ABORTED
             raise
@@ -57,7 +68,7 @@ class Transaction:
     async def abort(self) -> None:
         self._check_active()
         self.state = TransactionState.ABORTED
-        await self.connection._end_transaction(self, commit=False)
+        await self._owner.end_transaction(self.id, commit=False)
 
     def _check_active(self) -> None:
         if self.state is not TransactionState.ACTIVE:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ferrymq.client.commands import Command
-from ferrymq.client.errors import ClientError, ConnectionClosed
+from ferrymq.client.errors import ClientError, ConnectAttempt, ConnectionClosed
 from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEvent
 
 log = logging.getLogger(__name__)
@@ -47,19 +47,6 @@ class TransportListener(Protocol):
     def on_request_failed(self, receipt_id: str, error: ClientError) -> None:
         """The transport answers the command that asked for ``receipt_id`` itself, with a
         failure (a commit that a failover rolled back, for instance)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectAttempt:
-    """One try at one broker by a failover transport."""
-
-    url: str
-    pass_number: int
-    """The pass of the connect episode it belongs to (1-based)."""
-    started_at: float
-    """Monotonic (the event loop's clock), in seconds."""
-    error: str | None = None
-    """Why it failed; None for the attempt that connected."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,11 @@
 ``discovery:`` URLs, as ActiveMQ's FailoverTransport (seed 000 §2.1, reference §1).
 
 ``options`` reads the URL strictly, ``policy`` decides (pure), ``tracker`` keeps what to replay
-(pure), ``transport`` is the loop that connects, replays and moves, ``standby`` keeps the
-``backup``/``priorityBackup`` connections.
+(pure), ``transport`` is the ``Transport`` the connection writes to and owns the supervisor,
+whose steps (connect passes, restoring, planned moves) are ``reconnect``'s; ``dialer`` opens
+links to the brokers of the list, ``standby`` keeps the ``backup``/``priorityBackup``
+connections. The parts below ``transport`` see it through small protocols (``LinkOwner``,
+``StandbyOwner``, ``FailoverState``), so none of them imports it.
 """
 
 from ferrymq.client.failover.options import (

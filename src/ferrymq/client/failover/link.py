@@ -1,14 +1,15 @@
 """One connection a failover transport holds: the current one, a standby, or one being opened.
 
-A ``Link`` is the ``TcpTransport``'s listener: it passes events to its owner tagged with
-itself, so the owner can tell the current broker's events from a standby's or a retired one's.
+A ``Link`` is the ``TcpTransport``'s listener: it passes events to its owner (a ``LinkOwner``:
+the ``FailoverTransport``) tagged with itself, so the owner can tell the current broker's events
+from a standby's or a retired one's.
 """
 
 from __future__ import annotations
 
 import asyncio
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ferrymq.client.errors import ClientError, ConnectionClosed
 from ferrymq.client.failover.policy import BrokerKey, broker_key
@@ -16,9 +17,6 @@ from ferrymq.client.tcp import TcpTransport
 from ferrymq.client.transport import BrokerEvent
 from ferrymq.stomp.events import Connected
 from ferrymq.util.uri import URI
-
-if TYPE_CHECKING:
-    from ferrymq.client.failover.transport import FailoverTransport
 
 
 class Role(Enum):
@@ -34,11 +32,19 @@ class Role(Enum):
     RETIRED = "retired"
 
 
+class LinkOwner(Protocol):
+    """Where a link reports its broker's events and its loss."""
+
+    def link_event(self, link: Link, event: BrokerEvent) -> None: ...
+
+    def link_closed(self, link: Link, error: ConnectionClosed) -> None: ...
+
+
 class Link:
     __slots__ = ("connected", "key", "lost", "opened_at", "owner", "role", "transport", "uri")
 
     def __init__(
-        self, owner: FailoverTransport, uri: URI, transport: TcpTransport, opened_at: float
+        self, owner: LinkOwner, uri: URI, transport: TcpTransport, opened_at: float
     ) -> None:
         self.owner = owner
         self.uri = uri

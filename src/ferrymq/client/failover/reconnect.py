@@ -4,6 +4,8 @@ planned moves (to a priority broker, or on a broker's request).
 ``FailoverTransport`` holds the state and routes the events; its supervisor task calls these
 steps one at a time, so two of them never run together. The decisions (which broker, how long
 to wait, when to give up) are the ``ReconnectPolicy``'s, what to replay the ``StateTracker``'s.
+The ``Reconnector`` reaches brokers through the ``Dialer`` and sees the transport only as a
+``FailoverState``: where the connection is, and the moves between brokers.
 
 A planned move first opens the new broker, then holds new writes, sends DISCONNECT to the old
 broker and waits for its receipt: what was in flight there is settled (and receipted) before
@@ -15,33 +17,35 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import FIRST_COMPLETED
+from collections import deque
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from ferrymq.client.commands import Disconnect
 from ferrymq.client.errors import (
     BrokerErrorFrame,
     BrokerURLError,
     ClientError,
+    ConnectAttempt,
     ConnectFailedError,
     ConnectionClosed,
     UsageError,
 )
+from ferrymq.client.failover.dialer import Dialer
 from ferrymq.client.failover.link import Link, Role
 from ferrymq.client.failover.policy import broker_key
-from ferrymq.client.failover.tracker import SubscriptionReplay
-from ferrymq.client.failover.updates import read_uri_list
-from ferrymq.client.transport import ConnectAttempt
+from ferrymq.client.failover.standby import StandbyKeeper
+from ferrymq.client.failover.tracker import StateTracker, SubscriptionReplay
+from ferrymq.client.transport import TransportListener
 from ferrymq.stomp.events import ErrorEvent, ReceiptEvent
 from ferrymq.util.uri import URI
-
-if TYPE_CHECKING:
-    from ferrymq.client.failover.transport import FailoverTransport
 
 log = logging.getLogger(__name__)
 
 EMPTY_PASS_FLOOR_S: Final = 0.1
 """A pass with no URI at all waits at least this long, so an empty list cannot spin."""
+ATTEMPT_HISTORY: Final = 256
+"""Connect attempts kept for the statistics and ``ConnectFailedError``."""
 
 
 class GaveUpError(Exception):
@@ -72,19 +76,72 @@ class SwitchTo:
     reason: str
 
 
+class FailoverState(Protocol):
+    """The ``FailoverTransport`` as its reconnect steps see it: where the connection is, and
+    the moves between brokers (each also tells the application and the standby keeper)."""
+
+    link: Link | None
+    """The link writes go to once ready, or the one being restored; None while looking."""
+
+    @property
+    def failure(self) -> ConnectionClosed | None:
+        """Set once the transport is closed for good: no more looking for a broker."""
+
+    @property
+    def current(self) -> Link | None:
+        """``link`` while writes may go to it."""
+
+    @property
+    def last_failed(self) -> URI | None:
+        """The broker of the last link lost (the policy tries it last)."""
+
+    def resume(self, link: Link) -> None:
+        """``link`` is restored: make it current and tell the application."""
+
+    def detach(self, link: Link) -> None:
+        """``link`` is no longer where writes go (keeping its traffic counts)."""
+
+    def link_closed(self, link: Link, error: ConnectionClosed) -> None:
+        """``link`` is gone (as its own ``on_closed`` reports it)."""
+
+    def interrupt(self) -> None:
+        """The connection left its broker: a new generation, and the application is told."""
+
+    async def hold_writes(self) -> None:
+        """New writes wait from now on; returns once the writes under way are done."""
+
+    def request_recovery(self, link: Link) -> None:
+        """``link`` was lost: the supervisor looks for a broker next."""
+
+
 class Reconnector:
-    """The supervisor's steps for one ``FailoverTransport`` (``t``): reconnect passes,
+    """The supervisor's steps for one ``FailoverTransport`` (``failover``): reconnect passes,
     restoring the connection's state on a new broker, and planned moves."""
 
-    def __init__(self, transport: FailoverTransport) -> None:
-        self.t = transport
+    def __init__(
+        self,
+        failover: FailoverState,
+        dialer: Dialer,
+        standbys: StandbyKeeper,
+        tracker: StateTracker,
+    ) -> None:
+        self.failover = failover
+        self.dialer = dialer
+        self.standbys = standbys
+        self.tracker = tracker
+        self.attempts: deque[ConnectAttempt] = deque(maxlen=ATTEMPT_HISTORY)
+        self.reconnect_attempts = self.replayed = 0
+        """Connect attempts after the first connection; commands written again."""
         self.replay_waiters: dict[str, tuple[asyncio.Future[None], SubscriptionReplay]] = {}
         """Receipts of the subscriptions being restored."""
         self.drain_waiters: dict[str, asyncio.Future[None]] = {}
         """Receipts of DISCONNECTs sent to a broker being left."""
 
-    def answered(self, receipt_id: str, error: ErrorEvent | None) -> bool:
-        """A receipt (or ERROR) for a restored subscription or a drain: True if it was one."""
+    def answered(
+        self, receipt_id: str, error: ErrorEvent | None, listener: TransportListener
+    ) -> bool:
+        """A receipt (or ERROR) for a restored subscription or a drain: True if it was one
+        (the application's ``listener`` hears what it asked for)."""
         drain = self.drain_waiters.pop(receipt_id, None)
         if drain is not None:
             if not drain.done():
@@ -94,17 +151,15 @@ class Reconnector:
         if entry is None:
             return False
         waiter, step = entry
-        listener = self.t.listener
-        assert listener is not None
         if error is None:
-            original = self.t.tracker.confirm_subscription(step.command.id)
+            original = self.tracker.confirm_subscription(step.command.id)
             if original is not None:
                 listener.on_event(ReceiptEvent(original))
             if not waiter.done():
                 waiter.set_result(None)
         elif step.original_receipt is not None:
             # The application's own SUBSCRIBE, still unanswered: the refusal is its answer.
-            self.t.tracker.forget_subscription(step.command.id)
+            self.tracker.forget_subscription(step.command.id)
             listener.on_event(replace(error, receipt_id=step.original_receipt))
             if not waiter.done():
                 waiter.set_result(None)
@@ -126,12 +181,12 @@ class Reconnector:
                 waiter.set_exception(ConnectionClosed("the connection was lost"))
 
     async def recover(self) -> None:
-        if self.t.link is not None or self.t.failure is not None:
+        if self.failover.link is not None or self.failover.failure is not None:
             return
-        if not self.t.policy.may_reconnect():
+        if not self.dialer.policy.may_reconnect():
             raise GaveUpError(0, "maxReconnectAttempts=0: no reconnect once connected")
         link = await self.episode(startup=False)
-        self.t.resume(link)
+        self.failover.resume(link)
 
     async def episode(self, *, startup: bool) -> Link:
         """Connect passes until a broker takes the connection (restored, unless ``startup``);
@@ -141,31 +196,26 @@ class Reconnector:
             link = await self.promote_standby()
             if link is not None:
                 return link
+        policy = self.dialer.policy
         failures = 0
         last_error = "no broker to try"
         while True:
             self._check_open()
             pass_number = failures + 1
-            delay_ms = self.t.policy.delay_before_pass_ms(
-                pass_number, startup=startup, jitter=self.t.rng.random()
+            delay_ms = policy.delay_before_pass_ms(
+                pass_number, startup=startup, jitter=self.dialer.rng.random()
             )
             await asyncio.sleep(delay_ms / 1000)
-            if self.t.options.update_uris_url:
-                listed = await read_uri_list(self.t.options.update_uris_url)
-                if listed is not None:
-                    self.t.brokers.from_url = listed
-            candidates = self.t.policy.connect_list(
-                self.t.brokers.static, self.t.brokers.updated(), self.t.last_failed, self.t.rng
-            )
+            candidates = await self.dialer.connect_list(self.failover.last_failed)
             if not candidates:
                 await asyncio.sleep(EMPTY_PASS_FLOOR_S)
             for uri in candidates:
                 self._check_open()
                 started = loop.time()
                 if not startup:
-                    self.t.reconnect_attempts += 1
+                    self.reconnect_attempts += 1
                 try:
-                    link = await self.t.connect_link(uri)
+                    link = await self.dialer.connect_link(uri)
                     if link.lost.is_set():
                         raise LinkLostError("the broker closed the connection")
                     if not startup:
@@ -179,20 +229,22 @@ class Reconnector:
                 except (ConnectFailedError, BrokerURLError, LinkLostError) as exc:
                     error = exc.message if isinstance(exc, ClientError) else str(exc)
                 else:
-                    self.t.attempts.append(ConnectAttempt(link.url, pass_number, started))
+                    self.attempts.append(ConnectAttempt(link.url, pass_number, started))
                     return link
-                self.t.attempts.append(ConnectAttempt(str(uri), pass_number, started, error))
+                self.attempts.append(ConnectAttempt(str(uri), pass_number, started, error))
                 last_error = f"last error: {uri}: {error}"
             failures += 1
-            if self.t.policy.gives_up(failures, startup=startup):
+            if policy.gives_up(failures, startup=startup):
                 log.error(
-                    "failed to connect to %s after %d pass(es)", self.t.brokers.describe(), failures
+                    "failed to connect to %s after %d pass(es)",
+                    self.dialer.brokers.describe(),
+                    failures,
                 )
                 raise GaveUpError(failures, last_error)
-            if self.t.policy.warns(failures):
+            if policy.warns(failures):
                 log.warning(
                     "failed to connect to %s after %d pass(es), continuing to retry (%s)",
-                    self.t.brokers.describe(),
+                    self.dialer.brokers.describe(),
                     failures,
                     last_error,
                 )
@@ -200,29 +252,29 @@ class Reconnector:
     def _check_open(self) -> None:
         """A closed transport stops looking for a broker, even if a cancellation of the loop
         was lost on the way (3.11 drops one that races a completing future)."""
-        if self.t.failure is not None:
-            raise GaveUpError(0, f"the connection is closed ({self.t.failure})")
+        if self.failover.failure is not None:
+            raise GaveUpError(0, f"the connection is closed ({self.failover.failure})")
 
     async def promote_standby(self) -> Link | None:
         loop = asyncio.get_running_loop()
-        for link in self.t.standbys.candidates():
-            if not self.t.standbys.take(link):
+        for link in self.standbys.candidates():
+            if not self.standbys.take(link):
                 continue
             started = loop.time()
-            self.t.reconnect_attempts += 1
+            self.reconnect_attempts += 1
             try:
                 if link.lost.is_set():
                     raise LinkLostError("the standby connection was closed")
                 if link.connected is None:
-                    await self.t.handshake(link)
+                    await self.dialer.handshake(link)
                 await self.restore(link)
             except (ConnectFailedError, BrokerErrorFrame, LinkLostError) as exc:
                 error = exc.message if isinstance(exc, ClientError) else str(exc)
-                self.t.attempts.append(ConnectAttempt(link.url, 1, started, f"standby: {error}"))
+                self.attempts.append(ConnectAttempt(link.url, 1, started, f"standby: {error}"))
                 link.role = Role.RETIRED
                 await link.transport.close()
                 continue
-            self.t.attempts.append(ConnectAttempt(link.url, 1, started))
+            self.attempts.append(ConnectAttempt(link.url, 1, started))
             return link
         return None
 
@@ -231,8 +283,8 @@ class Reconnector:
         ``LinkLostError`` if it dies meanwhile, ``RestoreRefusedError`` if it refuses to restore a
         subscription the application already had."""
         link.role = Role.REPLAYING
-        self.t.link = link
-        plan = self.t.tracker.replay()
+        self.failover.link = link
+        plan = self.tracker.replay()
         loop = asyncio.get_running_loop()
         waiters: list[asyncio.Future[None]] = []
         try:
@@ -248,12 +300,12 @@ class Reconnector:
                 await link.transport.write(command)
         except ConnectionClosed as exc:
             if link.role is Role.REPLAYING:
-                self.t.link_closed(link, exc)
+                self.failover.link_closed(link, exc)
             await link.transport.close()
             raise LinkLostError(f"lost while restoring the connection: {exc}") from None
         except BrokerErrorFrame as exc:
             link.role = Role.RETIRED
-            self.t.detach(link)
+            self.failover.detach(link)
             await link.transport.close()
             raise RestoreRefusedError(exc) from None
         finally:
@@ -267,7 +319,7 @@ class Reconnector:
             # Lost in the loop turn its last answer came in: never install a dead link.
             await link.transport.close()
             raise LinkLostError("lost while restoring the connection")
-        self.t.replayed += len(plan.subscriptions) + len(plan.commands)
+        self.replayed += len(plan.subscriptions) + len(plan.commands)
 
     async def wait_for(self, link: Link, work: asyncio.Future[Any]) -> None:
         """Await ``work``; raise ``ConnectionClosed`` if ``link`` dies first or no answer
@@ -281,7 +333,9 @@ class Reconnector:
         lost = asyncio.ensure_future(link.lost.wait())
         try:
             await asyncio.wait(
-                [work, lost], timeout=self.t.info.connect_timeout_s, return_when=FIRST_COMPLETED
+                [work, lost],
+                timeout=self.dialer.info.connect_timeout_s,
+                return_when=FIRST_COMPLETED,
             )
         finally:
             lost.cancel()
@@ -305,9 +359,9 @@ class Reconnector:
         """A planned failover: open the new broker, settle the old one, move (module
         docstring)."""
         target = request.target
-        old = self.t.current
+        old = self.failover.current
         if isinstance(target, Link):
-            if target.role is not Role.STANDBY or not self.t.standbys.take(target):
+            if target.role is not Role.STANDBY or not self.standbys.take(target):
                 return
             if old is None or old.key == target.key:
                 target.role = Role.RETIRED
@@ -318,13 +372,13 @@ class Reconnector:
             if old is None or old.key == broker_key(target):
                 return
             try:
-                link = await self.t.connect_link(target)
+                link = await self.dialer.connect_link(target)
             except (ConnectFailedError, BrokerErrorFrame, BrokerURLError) as exc:
                 log.warning("cannot move to %s (%s): %s", target, request.reason, exc)
                 return
         try:
             if link.connected is None:
-                await self.t.handshake(link)
+                await self.dialer.handshake(link)
             if link.lost.is_set():
                 raise ConnectFailedError("closed by the broker", url=link.url)
         except (ConnectFailedError, BrokerErrorFrame) as exc:
@@ -332,29 +386,28 @@ class Reconnector:
             link.role = Role.RETIRED
             await link.transport.close()
             return
-        old = self.t.current
+        old = self.failover.current
         if old is None:
             link.role = Role.RETIRED
             await link.transport.close()
             return
         log.info("moving from %s to %s (%s)", old.url, link.url, request.reason)
-        self.t.ready.clear()
-        await self.t.writes_idle.wait()
+        await self.failover.hold_writes()
         await self.drain(old)
         old.role = Role.RETIRED
-        self.t.detach(old)
+        self.failover.detach(old)
         await old.transport.close()
-        self.t.interrupt()
+        self.failover.interrupt()
         try:
             await self.restore(link)
         except LinkLostError:
-            self.t.requests.put_nowait(Lost(link))
+            self.failover.request_recovery(link)
             return
-        self.t.resume(link)
+        self.failover.resume(link)
 
     async def drain(self, old: Link) -> None:
         old.role = Role.DRAINING
-        receipt = self.t.tracker.internal_receipt("drain")
+        receipt = self.tracker.internal_receipt("drain")
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.drain_waiters[receipt] = waiter
         try:

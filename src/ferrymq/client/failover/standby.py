@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from ferrymq.client.errors import BrokerErrorFrame, BrokerURLError, ConnectFailedError
+from ferrymq.client.failover.dialer import Dialer
 from ferrymq.client.failover.link import Link, Role
 from ferrymq.client.failover.policy import broker_key
 from ferrymq.util.aio import wait_event
 
 if TYPE_CHECKING:
-    from ferrymq.client.failover.transport import FailoverTransport
     from ferrymq.util.uri import URI
 
 log = logging.getLogger(__name__)
@@ -39,9 +39,21 @@ STANDBY_SOCKET_REFRESH_S: Final = 20.0
 """Below the broker's 30 s limit for a connection that has not sent CONNECT."""
 
 
+class StandbyOwner(Protocol):
+    """The failover transport, as the standby keeper sees it."""
+
+    @property
+    def current(self) -> Link | None:
+        """The link writes go to (None while reconnecting): the broker standbys back up."""
+
+    def request_switch(self, target: Link, reason: str) -> None:
+        """Move to the standby ``target`` (a priority broker is back)."""
+
+
 class StandbyKeeper:
-    def __init__(self, owner: FailoverTransport) -> None:
+    def __init__(self, owner: StandbyOwner, dialer: Dialer) -> None:
         self.owner = owner
+        self.dialer = dialer
         self.refresh_s = STANDBY_SOCKET_REFRESH_S
         self._links: list[Link] = []
         self._switching: set[int] = set()
@@ -57,8 +69,8 @@ class StandbyKeeper:
     def candidates(self) -> list[Link]:
         """The standbys a failover should try, in order."""
         links = list(self._links)
-        if self.owner.options.randomize:
-            self.owner.rng.shuffle(links)
+        if self.dialer.options.randomize:
+            self.dialer.rng.shuffle(links)
         return links
 
     def take(self, link: Link) -> bool:
@@ -102,7 +114,7 @@ class StandbyKeeper:
                     timeout = self._next_refresh(loop.time())
                 else:
                     failures += 1
-                    timeout = self.owner.policy.back_off_ms(failures, startup=False) / 1000
+                    timeout = self.dialer.policy.back_off_ms(failures, startup=False) / 1000
             await wait_event(self._wake, timeout)
 
     async def _prune(self, current: Link, now: float) -> None:
@@ -114,11 +126,11 @@ class StandbyKeeper:
 
     async def _fill(self, current: Link) -> bool:
         """Open what is missing; True when nothing is."""
-        owner = self.owner
-        policy = owner.policy
-        static = owner.brokers.static
+        dialer = self.dialer
+        policy = dialer.policy
+        static = dialer.brokers.static
         complete = True
-        if owner.options.priority_backup and not policy.is_priority(current.uri, static):
+        if dialer.options.priority_backup and not policy.is_priority(current.uri, static):
             found = next((k for k in self._links if policy.is_priority(k.uri, static)), None)
             for uri in policy.priority_list(static):
                 if found is not None:
@@ -129,11 +141,11 @@ class StandbyKeeper:
                 complete = False
             elif id(found) not in self._switching:
                 self._switching.add(id(found))
-                owner.request_switch(found, "a priority broker is back")
-        if owner.options.backup:
-            wanted = owner.options.backup_pool_size
+                self.owner.request_switch(found, "a priority broker is back")
+        if dialer.options.backup:
+            wanted = dialer.options.backup_pool_size
             held = {link.key for link in self._links} | {current.key}
-            uris = policy.connect_list(static, owner.brokers.updated(), None, owner.rng)
+            uris = policy.connect_list(static, dialer.brokers.updated(), None, dialer.rng)
             others = [uri for uri in uris if broker_key(uri) != current.key]
             for uri in others:
                 if len(self._links) >= wanted:
@@ -145,9 +157,9 @@ class StandbyKeeper:
         return complete
 
     async def _open(self, uri: URI) -> Link | None:
-        socket_only = self.owner.info.client_id is not None
+        socket_only = self.dialer.info.client_id is not None
         try:
-            link = await self.owner.connect_link(uri, socket_only=socket_only)
+            link = await self.dialer.connect_link(uri, socket_only=socket_only)
         except (ConnectFailedError, BrokerErrorFrame, BrokerURLError) as exc:
             log.debug("no standby connection to %s: %s", uri, exc)
             return None

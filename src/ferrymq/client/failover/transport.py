@@ -2,9 +2,9 @@
 
 The decisions are the ``ReconnectPolicy``'s (which broker next, how long to wait, when to give
 up) and the ``StateTracker``'s (what to replay); the steps of the loop are the
-``Reconnector``'s. This class holds the state, routes the links' events and the application's
-writes, and owns the supervisor task (the reconnect loop and the standby keeper). While no
-broker is usable, writes wait on ``ready``:
+``Reconnector``'s, opening a connection the ``Dialer``'s. This class holds the state, routes
+the links' events and the application's writes, and owns the supervisor task (the reconnect
+loop and the standby keeper). While no broker is usable, writes wait on ``ready``:
 
 * a SEND waits at most ``timeout`` ms, then fails with ``FailoverTimeoutError`` ("Failover
   timeout of <t> ms reached."); any other command waits for the reconnection;
@@ -23,10 +23,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final
 
 from ferrymq.client.commands import Acknowledge, Command, ConnectionInfo, Disconnect, Send
 from ferrymq.client.errors import (
@@ -35,9 +33,10 @@ from ferrymq.client.errors import (
     FailoverTimeoutError,
     UsageError,
 )
+from ferrymq.client.failover.dialer import Dialer
 from ferrymq.client.failover.link import Link, Role
-from ferrymq.client.failover.options import FailoverOptions, inject
-from ferrymq.client.failover.policy import ReconnectPolicy, broker_key
+from ferrymq.client.failover.options import FailoverOptions
+from ferrymq.client.failover.policy import broker_key
 from ferrymq.client.failover.reconnect import (
     GaveUpError,
     Lost,
@@ -52,11 +51,9 @@ from ferrymq.client.failover.tracker import (
     StateTracker,
 )
 from ferrymq.client.failover.updates import BrokerList, cluster_update
-from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import (
     NO_TRAFFIC,
     BrokerEvent,
-    ConnectAttempt,
     Traffic,
     TransportListener,
     TransportStatistics,
@@ -69,8 +66,6 @@ from ferrymq.stomp.events import Connected, ErrorEvent, MessageEvent, ReceiptEve
 from ferrymq.util.uri import URI
 
 log = logging.getLogger(__name__)
-
-ATTEMPT_HISTORY: Final = 256
 
 
 class FailoverTransport:
@@ -85,18 +80,17 @@ class FailoverTransport:
     ) -> None:
         self.url = url
         self.options = options
-        self.policy = ReconnectPolicy(options)
         self.brokers = BrokerList(uris)
         headers = dict(info.headers)
         if options.update_uris_supported:
             headers[FERRYMQ_CLUSTER_UPDATES] = "true"
-        self.info = replace(info, headers=headers)
-        self.rng = rng if rng is not None else random.Random()
+        rng = rng if rng is not None else random.Random()
+        self.dialer = Dialer(self, options, replace(info, headers=headers), self.brokers, rng)
         self.tracker = StateTracker(
             track_messages=options.track_messages, max_cache_bytes=options.max_cache_size_bytes
         )
-        self.standbys = StandbyKeeper(self)
-        self.reconnector = Reconnector(self)
+        self.standbys = StandbyKeeper(self, self.dialer)
+        self.reconnector = Reconnector(self, self.dialer, self.standbys, self.tracker)
         self.listener: TransportListener | None = None
         self.link: Link | None = None
         self._last_url = ""
@@ -113,8 +107,7 @@ class FailoverTransport:
         self._active_writes = 0
         self.writes_idle = asyncio.Event()
         self.writes_idle.set()
-        self.failovers = self.reconnect_attempts = self.replayed = 0
-        self.attempts: deque[ConnectAttempt] = deque(maxlen=ATTEMPT_HISTORY)
+        self.failovers = 0
         self._retired: Traffic = NO_TRAFFIC
         """Counters of the links given up: frames, bytes out and in, heart-beats out and in."""
 
@@ -150,7 +143,8 @@ class FailoverTransport:
         try:
             link = await self.reconnector.episode(startup=True)
         except GaveUpError as exc:
-            raise ConnectFailedError(str(exc), self.url, tuple(self.attempts)) from None
+            attempts = tuple(self.reconnector.attempts)
+            raise ConnectFailedError(str(exc), self.url, attempts) from None
         self.install(link)
         self._runner = asyncio.get_running_loop().create_task(
             self._run(), name=f"ferrymq-failover {self.url}"
@@ -158,27 +152,6 @@ class FailoverTransport:
         self._runner.add_done_callback(self._supervisor_done)
         assert link.connected is not None
         return link.connected
-
-    async def connect_link(self, uri: URI, *, socket_only: bool = False) -> Link:
-        """A new connection to ``uri`` (with ``nested.*``): CONNECTed, or with ``socket_only``
-        just the TCP socket. Raises ``ConnectFailedError``, ``BrokerErrorFrame`` or (a bad
-        option in a learnt URI) ``BrokerURLError``."""
-        target = inject(uri, self.options.nested)
-        transport = TcpTransport(target, self.info, tcp_options(target))
-        link = Link(self, target, transport, asyncio.get_running_loop().time())
-        try:
-            if socket_only:
-                await transport.preconnect()
-            else:
-                await self.handshake(link)
-        except BaseException:
-            await transport.close()
-            raise
-        return link
-
-    async def handshake(self, link: Link) -> None:
-        link.connected = await link.transport.open(link)
-        self._learn(link.connected.headers, link.url)
 
     # ---- writing ----
 
@@ -274,12 +247,12 @@ class FailoverTransport:
             ):
                 self._on_cluster_update(link, event)
             case ReceiptEvent(receipt_id=receipt_id):
-                if self.reconnector.answered(receipt_id, None):
+                if self.reconnector.answered(receipt_id, None, listener):
                     return
                 if self.tracker.on_receipt(receipt_id):
                     listener.on_event(event)
             case ErrorEvent(receipt_id=str() as receipt_id):
-                if self.reconnector.answered(receipt_id, event):
+                if self.reconnector.answered(receipt_id, event, listener):
                     return
                 self.tracker.on_error(receipt_id)
                 if receipt_id.startswith(INTERNAL_RECEIPT_PREFIX):
@@ -325,10 +298,6 @@ class FailoverTransport:
         if self.listener is not None:
             self.listener.on_transport_interrupted()
 
-    def _learn(self, headers: dict[str, str], source: str) -> None:
-        if self.options.update_uris_supported:
-            self.brokers.learn(cluster_update(headers, source=source))
-
     def _on_cluster_update(self, link: Link, event: MessageEvent) -> None:
         if not self.options.update_uris_supported:
             return
@@ -343,6 +312,13 @@ class FailoverTransport:
     def request_switch(self, target: Link, reason: str) -> None:
         """Move to the standby ``target`` (the standby keeper found a priority broker)."""
         self.requests.put_nowait(SwitchTo(target, reason))
+
+    def request_recovery(self, link: Link) -> None:
+        self.requests.put_nowait(Lost(link))
+
+    async def hold_writes(self) -> None:
+        self.ready.clear()
+        await self.writes_idle.wait()
 
     # ---- the supervisor ----
 
@@ -439,9 +415,9 @@ class FailoverTransport:
             current,
             remote_url=self.remote_url,
             failovers=self.failovers,
-            reconnect_attempts=self.reconnect_attempts,
-            connect_attempts=tuple(self.attempts),
+            reconnect_attempts=self.reconnector.reconnect_attempts,
+            connect_attempts=tuple(self.reconnector.attempts),
             updated_urls=tuple(str(uri) for uri in self.brokers.updated()),
             standbys=len(self.standbys),
-            replayed_commands=self.replayed,
+            replayed_commands=self.reconnector.replayed,
         )

@@ -1,13 +1,14 @@
 """One broker of a fanout: its URI, its connection while there is one, its reconnect task.
 
 A ``Member`` is its ``TcpTransport``'s listener and passes events to the ``FanoutTransport``
-tagged with itself, as a failover ``Link`` does for its owner.
+tagged with itself, as a failover ``Link`` does for its owner. It knows its owner only as a
+``MemberOwner``: the two calls it makes, so this module does not import the transport.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ferrymq.client.errors import ClientError, ConnectionClosed
 from ferrymq.client.failover.policy import BrokerKey, broker_key
@@ -16,15 +17,20 @@ from ferrymq.client.transport import BrokerEvent
 from ferrymq.stomp.events import Connected
 from ferrymq.util.uri import URI
 
-if TYPE_CHECKING:
-    from ferrymq.client.fanout.transport import FanoutTransport
+
+class MemberOwner(Protocol):
+    """What a member reports to (the ``FanoutTransport``)."""
+
+    def member_event(self, member: Member, event: BrokerEvent) -> None: ...
+
+    def member_lost(self, member: Member, error: ConnectionClosed | None) -> None: ...
 
 
 class Member:
     """One announced broker and its connection while there is one (the TcpTransport's
     listener)."""
 
-    def __init__(self, owner: FanoutTransport, uri: URI) -> None:
+    def __init__(self, owner: MemberOwner, uri: URI) -> None:
         self.owner = owner
         self.uri = uri
         self.key: BrokerKey = broker_key(uri)

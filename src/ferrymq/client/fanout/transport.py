@@ -15,6 +15,7 @@ from ferrymq.client.errors import (
     BrokerErrorFrame,
     BrokerURLError,
     ClientError,
+    ConnectAttempt,
     ConnectFailedError,
     ConnectionClosed,
     UsageError,
@@ -30,7 +31,6 @@ from ferrymq.client.tcp import TcpTransport, tcp_options
 from ferrymq.client.transport import (
     NO_TRAFFIC,
     BrokerEvent,
-    ConnectAttempt,
     Traffic,
     TransportListener,
     TransportStatistics,
