@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
-from ferrymq.core.region import DestinationStatistics
+from ferrymq.core.statistics import DestinationStatistics
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector
 from ferrymq.network import NetworkService

@@ -11,7 +11,7 @@ from typing import Any
 
 from ferrymq.admin import ConnectionStatistics, SubscriptionStatistics
 from ferrymq.core.destination import Destination, DestinationType
-from ferrymq.core.region import DestinationStatistics
+from ferrymq.core.statistics import DestinationStatistics
 
 
 def broker_statistics() -> dict[str, Any]:

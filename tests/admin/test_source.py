@@ -1,7 +1,7 @@
 """``BrokerServiceSource`` over a real ``RegionBroker``.
 
 The service-layer records below (connection, transport, service) carry only the attributes the
-admin reads from ``StompConnection``, ``TransportConnection`` and ``BrokerService``; the core's
+admin reads from ``BrokerConnection``, ``TransportConnection`` and ``BrokerService``; the core's
 connection and consumer state is real, driven through ``RegionBroker``'s own methods.
 """
 
@@ -18,6 +18,7 @@ from ferrymq.core.destination import Destination
 from ferrymq.core.message import Message
 from ferrymq.core.region import RegionBroker
 from ferrymq.core.selector import parse_selector
+from ferrymq.service.policies import PolicyResolver
 from tests.admin.fake_broker import FakeBroker
 from tests.admin.wire import close, open_connection, read_response, request
 
@@ -50,9 +51,10 @@ class ServiceRecord:
 
 
 def service_with_a_consumer() -> ServiceRecord:
-    region = RegionBroker("broker-1", "amq-west")
-    region.now = 1_700_000_000_000
-    region.add_connection("c1", "shop", user="alice", remote_address="10.0.0.9:4000")
+    region = RegionBroker("broker-1", "amq-west", policies=PolicyResolver(BrokerConfig()))
+    region.begin_batch(1_700_000_000_000)
+    connected = region.add_connection("c1", "shop", user="alice", remote_address="10.0.0.9:4000")
+    assert connected.accepted
     consumer = Consumer(
         "c1",
         "sub-0",
@@ -61,12 +63,12 @@ def service_with_a_consumer() -> ServiceRecord:
         prefetch=10,
         selector=parse_selector("color = 'red'"),
     )
-    region.subscribe(consumer)
+    assert region.subscribe(consumer).accepted
     for color in ("red", "blue"):
         message = Message(
             region.new_message_id(), Destination.queue("orders"), b"x", {"color": color}
         )
-        region.send("c1", message)
+        assert region.send("c1", message).accepted
     region.drain()
     service = ServiceRecord(region)
     service.connections["c1"] = StompConnectionRecord(

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+import dataclasses
+from typing import Any, TypeVar
 
+from ferrymq.config.model import BrokerConfig
 from ferrymq.core.consumer import AckMode, Consumer
 from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Delivery, Effects
+from ferrymq.core.ledger import AckRef
 from ferrymq.core.message import Message
-from ferrymq.core.policy import DestinationPolicy, PolicyLookup, default_policy_lookup
-from ferrymq.core.region import AckRef, RegionBroker
+from ferrymq.core.outcome import Outcome
+from ferrymq.core.policy import DestinationPolicy, PolicyLookup
+from ferrymq.core.region import RegionBroker
 from ferrymq.core.selector import parse_selector
 from ferrymq.core.usage import UsageLimits
+from ferrymq.service.policies import PolicyResolver
 from ferrymq.store.base import StoreOp
 
 OpT = TypeVar("OpT")
+
+START_MS = 1_000_000
+"""The harness's clock at the start of every test."""
+
+
+def default_policies() -> PolicyLookup:
+    """ActiveMQ's defaults, built as a broker without ``<destinationPolicy>`` builds them."""
+    return PolicyResolver(BrokerConfig())
+
+
+def default_policy(**changes: Any) -> DestinationPolicy:
+    """The default policy with some fields replaced."""
+    return dataclasses.replace(default_policies()(Destination.queue("any")), **changes)
+
+
+def accepted(outcome: Outcome) -> Outcome:
+    """The outcome of a command that must have been accepted (raises its refusal if not)."""
+    if outcome.refused is not None:
+        raise outcome.refused
+    return outcome
 
 
 def q(name: str) -> Destination:
@@ -34,7 +59,7 @@ class Harness:
         advisories: bool = True,
         scheduler: bool = False,
     ) -> None:
-        lookup: PolicyLookup = (lambda d: policy) if policy is not None else default_policy_lookup
+        lookup: PolicyLookup = (lambda d: policy) if policy is not None else default_policies()
         self.region = RegionBroker(
             "broker-1",
             "localhost",
@@ -43,13 +68,13 @@ class Harness:
             advisory_support=advisories,
             scheduler_support=scheduler,
         )
-        self.region.now = 1_000_000
+        self.region.begin_batch(START_MS)
         self.deliveries: list[Delivery] = []
         self.store_ops: list[StoreOp] = []
         self.effects: list[Effects] = []
 
     def connect(self, connection_id: str, client_id: str | None = None) -> str:
-        self.region.add_connection(connection_id, client_id)
+        accepted(self.region.add_connection(connection_id, client_id))
         self.collect()
         return connection_id
 
@@ -59,6 +84,30 @@ class Harness:
         self.deliveries.extend(effects.deliveries)
         self.store_ops.extend(effects.store_ops)
         return effects.deliveries
+
+    def message(
+        self,
+        destination: Destination,
+        body: bytes = b"x",
+        *,
+        persistent: bool = False,
+        priority: int = 4,
+        properties: dict[str, str] | None = None,
+        expires: int = 0,
+        producer_message_id: str | None = None,
+    ) -> Message:
+        """A message as a producer's SEND makes it, stamped with the harness's time."""
+        return Message(
+            self.region.new_message_id(),
+            destination,
+            body,
+            dict(properties or {}),
+            persistent=persistent,
+            priority=priority,
+            expires=expires,
+            timestamp=self.region.now_ms,
+            producer_message_id=producer_message_id,
+        )
 
     def send(
         self,
@@ -73,18 +122,16 @@ class Harness:
         transaction: str | None = None,
         producer_message_id: str | None = None,
     ) -> Message:
-        message = Message(
-            self.region.new_message_id(),
+        message = self.message(
             destination,
             body,
-            dict(properties or {}),
             persistent=persistent,
             priority=priority,
+            properties=properties,
             expires=expires,
-            timestamp=self.region.now,
             producer_message_id=producer_message_id,
         )
-        self.region.send(connection_id, message, transaction=transaction)
+        accepted(self.region.send(connection_id, message, transaction=transaction))
         self.collect()
         return message
 
@@ -114,7 +161,7 @@ class Harness:
             no_local=no_local,
             durable_name=durable_name,
         )
-        self.region.subscribe(consumer)
+        accepted(self.region.subscribe(consumer))
         self.collect()
         return consumer
 
@@ -128,13 +175,20 @@ class Harness:
         return [d.entry.message.body for d in self.taken(consumer)]
 
     def ack(self, delivery: Delivery, transaction: str | None = None) -> None:
-        self.region.acknowledge(
-            delivery.consumer.connection_id, AckRef(ack_id=delivery.ack_id), transaction
+        accepted(
+            self.region.acknowledge(
+                delivery.consumer.connection_id, AckRef(ack_id=delivery.ack_id), transaction
+            )
         )
         self.collect()
 
     def nack(self, delivery: Delivery) -> None:
-        self.region.nack(delivery.consumer.connection_id, AckRef(ack_id=delivery.ack_id))
+        accepted(self.region.nack(delivery.consumer.connection_id, AckRef(ack_id=delivery.ack_id)))
+        self.collect()
+
+    def advance(self, ms: int) -> None:
+        """Let ``ms`` pass: the periodic tick runs at the new time, then its effects are taken."""
+        self.region.tick(self.region.now_ms + ms)
         self.collect()
 
     def ops(self, kind: type[OpT]) -> list[OpT]:

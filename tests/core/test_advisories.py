@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.core.harness import Harness, q, t
+from tests.core.harness import Harness, accepted, q, t
 
 
 def test_consumer_advisory_on_subscribe_and_unsubscribe(harness: Harness) -> None:
@@ -18,7 +18,7 @@ def test_consumer_advisory_on_subscribe_and_unsubscribe(harness: Harness) -> Non
     assert info["selector"] == "a = 1"
     assert added.entry.message.properties["consumerCount"] == "1"
     assert added.entry.message.properties["originBrokerName"] == "localhost"
-    harness.region.unsubscribe("c2", "s")
+    accepted(harness.region.unsubscribe("c2", "s"))
     harness.collect()
     (removed,) = harness.taken(watcher)
     assert "RemoveInfo" in json.loads(removed.entry.message.body)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ferrymq.core.consumer import AckMode
-from tests.core.harness import Harness, q
+from tests.core.harness import Harness, accepted, q
 
 
 def test_competing_consumers_share_round_robin(harness: Harness) -> None:
@@ -45,7 +45,7 @@ def test_exclusive_consumer_takes_everything_then_hands_over(harness: Harness) -
     assert len(harness.taken(first)) == 3
     assert harness.taken(second) == []
     assert harness.taken(plain) == []
-    harness.region.unsubscribe("c1", "first")
+    accepted(harness.region.unsubscribe("c1", "first"))
     harness.collect()
     # The three unacked messages come back to the next exclusive consumer, flagged redelivered.
     redelivered = harness.taken(second)
@@ -75,7 +75,7 @@ def test_group_moves_when_its_consumer_leaves(harness: Harness) -> None:
     harness.send("c1", q("orders"), b"2", properties={"JMSXGroupID": "G"})
     assert harness.bodies(a) == [b"2"]
     assert harness.taken(b) == []
-    harness.region.unsubscribe("c1", "a")
+    accepted(harness.region.unsubscribe("c1", "a"))
     harness.collect()
     assert sorted(harness.bodies(b)) == [b"1", b"2"]
 
@@ -154,7 +154,7 @@ def test_unsubscribe_redelivers_unacked_with_flag(harness: Harness) -> None:
     first = harness.subscribe("c1", "s", q("work"))
     harness.send("c1", q("work"), b"m")
     assert len(harness.taken(first)) == 1
-    harness.region.remove_connection("c1")
+    accepted(harness.region.remove_connection("c1"))
     harness.collect()
     second = harness.subscribe("c2", "s", q("work"))
     (delivery,) = harness.taken(second)

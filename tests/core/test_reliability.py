@@ -7,7 +7,7 @@ import pytest
 from ferrymq.core import codec
 from ferrymq.core.consumer import AckMode
 from ferrymq.core.errors import BrokerError
-from ferrymq.core.policy import DestinationPolicy, RedeliveryPolicy
+from ferrymq.core.policy import RedeliveryPolicy
 from ferrymq.core.usage import UsageLimits
 from ferrymq.store.base import (
     AddDestination,
@@ -17,7 +17,7 @@ from ferrymq.store.base import (
     RemoveMessage,
     StoredMessage,
 )
-from tests.core.harness import Harness, q, t
+from tests.core.harness import Harness, accepted, default_policy, q, t
 
 
 def test_persistent_queue_message_is_stored_marked_then_removed(harness: Harness) -> None:
@@ -76,7 +76,7 @@ def test_redelivery_limit_sends_to_dlq_after_six_redeliveries(harness: Harness) 
         consumer = harness.subscribe("c1", f"s{i}", q("work"))
         deliveries = harness.taken(consumer)
         counts.extend(d.entry.redelivery_count for d in deliveries)
-        harness.region.unsubscribe("c1", f"s{i}")
+        accepted(harness.region.unsubscribe("c1", f"s{i}"))
         harness.collect()
     assert counts == [0, 1, 2, 3, 4, 5, 6]
     assert harness.region.queues[q("work")].depth == 0
@@ -84,7 +84,7 @@ def test_redelivery_limit_sends_to_dlq_after_six_redeliveries(harness: Harness) 
 
 
 def test_nack_redelivers_when_redelivery_plugin_policy_applies() -> None:
-    policy = DestinationPolicy(
+    policy = default_policy(
         redelivery=RedeliveryPolicy(maximum_redeliveries=2, nack_redelivers=True)
     )
     harness = Harness(policy=policy)
@@ -102,8 +102,8 @@ def test_nack_redelivers_when_redelivery_plugin_policy_applies() -> None:
 
 def test_expired_persistent_message_goes_to_dlq(harness: Harness) -> None:
     harness.connect("c1")
-    harness.send("c1", q("work"), b"late", persistent=True, expires=harness.region.now + 10)
-    harness.region.now += 20
+    harness.send("c1", q("work"), b"late", persistent=True, expires=harness.region.now_ms + 10)
+    harness.region.begin_batch(harness.region.now_ms + 20)
     consumer = harness.subscribe("c1", "s", q("work"))
     assert harness.taken(consumer) == []
     assert harness.region.queues[q("ActiveMQ.DLQ")].depth == 1
@@ -111,10 +111,8 @@ def test_expired_persistent_message_goes_to_dlq(harness: Harness) -> None:
 
 def test_expiry_sweep_without_consumers(harness: Harness) -> None:
     harness.connect("c1")
-    harness.send("c1", q("work"), b"late", expires=harness.region.now + 10)
-    harness.region.now += 20
-    harness.region.tick()
-    harness.collect()
+    harness.send("c1", q("work"), b"late", expires=harness.region.now_ms + 10)
+    harness.advance(20)
     assert harness.region.queues[q("work")].depth == 0
     assert q("ActiveMQ.DLQ") not in harness.region.queues  # non-persistent: dropped
 
@@ -130,13 +128,13 @@ def test_duplicate_producer_message_id_is_not_stored_twice(harness: Harness) -> 
 def test_transacted_sends_appear_only_at_commit(harness: Harness) -> None:
     harness.connect("c1")
     consumer = harness.subscribe("c1", "s", q("work"))
-    harness.region.begin("c1", "tx1")
+    accepted(harness.region.begin("c1", "tx1"))
     harness.send("c1", q("work"), b"first", transaction="tx1")
     assert harness.taken(consumer) == []
-    harness.region.abort("c1", "tx1")
-    harness.region.begin("c1", "tx2")
+    accepted(harness.region.abort("c1", "tx1"))
+    accepted(harness.region.begin("c1", "tx2"))
     harness.send("c1", q("work"), b"second", transaction="tx2")
-    harness.region.commit("c1", "tx2")
+    accepted(harness.region.commit("c1", "tx2"))
     harness.collect()
     assert harness.bodies(consumer) == [b"second"]
 
@@ -147,11 +145,11 @@ def test_transacted_ack_is_undone_by_abort(harness: Harness) -> None:
     harness.send("c1", q("work"), b"a", persistent=True)
     harness.send("c1", q("work"), b"b", persistent=True)
     (first,) = harness.taken(consumer)
-    harness.region.begin("c1", "tx")
+    accepted(harness.region.begin("c1", "tx"))
     harness.ack(first, transaction="tx")
     # The transacted ack frees the prefetch slot at once, as ActiveMQ's delivered ack does.
     (second,) = harness.taken(consumer)
-    harness.region.abort("c1", "tx")
+    accepted(harness.region.abort("c1", "tx"))
     harness.collect()
     assert harness.ops(RemoveMessage) == []
     assert consumer.delivered_count == 2
@@ -164,10 +162,10 @@ def test_transacted_ack_removes_at_commit(harness: Harness) -> None:
     consumer = harness.subscribe("c1", "s", q("work"))
     harness.send("c1", q("work"), b"a", persistent=True)
     (delivery,) = harness.taken(consumer)
-    harness.region.begin("c1", "tx")
+    accepted(harness.region.begin("c1", "tx"))
     harness.ack(delivery, transaction="tx")
     assert harness.ops(RemoveMessage) == []
-    harness.region.commit("c1", "tx")
+    accepted(harness.region.commit("c1", "tx"))
     harness.collect()
     assert len(harness.ops(RemoveMessage)) == 1
 
@@ -175,14 +173,14 @@ def test_transacted_ack_removes_at_commit(harness: Harness) -> None:
 def test_unknown_transaction_and_ack_are_errors(harness: Harness) -> None:
     harness.connect("c1")
     with pytest.raises(BrokerError, match="Invalid transaction id"):
-        harness.region.commit("c1", "nope")
-    harness.region.begin("c1", "tx")
+        accepted(harness.region.commit("c1", "nope"))
+    accepted(harness.region.begin("c1", "tx"))
     with pytest.raises(BrokerError, match="already started"):
-        harness.region.begin("c1", "tx")
+        accepted(harness.region.begin("c1", "tx"))
     from ferrymq.core.region import AckRef
 
     with pytest.raises(BrokerError, match="Unexpected ACK"):
-        harness.region.acknowledge("c1", AckRef(ack_id="42"))
+        accepted(harness.region.acknowledge("c1", AckRef(ack_id="42")))
 
 
 def test_temporary_queue_is_deleted_with_its_connection(harness: Harness) -> None:
@@ -194,7 +192,7 @@ def test_temporary_queue_is_deleted_with_its_connection(harness: Harness) -> Non
     harness.region.create_temporary("c1", temp)
     harness.connect("c2")
     harness.send("c2", temp, b"reply")
-    harness.region.remove_connection("c1")
+    accepted(harness.region.remove_connection("c1"))
     harness.collect()
     assert temp not in harness.region.queues
     with pytest.raises(BrokerError, match="deleted Destination"):
@@ -265,4 +263,6 @@ def test_topic_durable_copy_is_acked_independently(harness: Harness) -> None:
     harness.ack(x1)
     removes = harness.ops(RemoveMessage)
     assert [r.container for r in removes] == ["durable:app:one"]
-    assert x2.entry.container.depth == 1
+    other = harness.region.subscriptions.by_key(x2.entry.container.key)
+    assert other is not None
+    assert other.depth == 1

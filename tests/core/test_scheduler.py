@@ -19,9 +19,7 @@ def _harness() -> Harness:
 
 
 def _advance(harness: Harness, ms: int) -> None:
-    harness.region.now += ms
-    harness.region.tick()
-    harness.collect()
+    harness.advance(ms)
 
 
 def test_delayed_message_waits_then_arrives_once() -> None:
@@ -56,7 +54,7 @@ def test_repeat_with_period_delivers_repeat_plus_one_times() -> None:
     times = []
     for _ in range(10):
         for delivery in harness.taken(consumer):
-            times.append(harness.region.now)
+            times.append(harness.region.now_ms)
             assert delivery.entry.message.body == b"t"
         _advance(harness, 50)
     assert len(times) == 4
@@ -65,7 +63,7 @@ def test_repeat_with_period_delivers_repeat_plus_one_times() -> None:
 
 def test_cron_fires_each_matching_minute() -> None:
     harness = _harness()
-    harness.region.now = 1_795_000_000_000  # a minute boundary is ahead
+    harness.region.begin_batch(1_795_000_000_000)  # a minute boundary is ahead
     consumer = harness.subscribe("c1", "s", q("cron"))
     harness.send("c1", q("cron"), b"c", properties={"AMQ_SCHEDULED_CRON": "* * * * *"})
     ids: set[str] = set()
@@ -80,7 +78,7 @@ def test_jobs_survive_a_restart_through_the_store() -> None:
     first.send("c1", q("later"), b"kept", properties={"AMQ_SCHEDULED_DELAY": "1000"})
     (job,) = [op for op in first.ops(AddMessage) if op.container == SCHEDULED_CONTAINER]
     second = _harness()
-    second.region.now = first.region.now
+    second.region.begin_batch(first.region.now_ms)
     assert second.region.scheduler is not None
     second.region.scheduler.restore([StoredMessage(SCHEDULED_CONTAINER, job.seq, job.blob, False)])
     consumer = second.subscribe("c1", "s", q("later"))

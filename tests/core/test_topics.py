@@ -6,7 +6,7 @@ import pytest
 
 from ferrymq.core.errors import BrokerError
 from ferrymq.store.base import AddDurableSubscription, AddMessage, RemoveDurableSubscription
-from tests.core.harness import Harness, q, t
+from tests.core.harness import Harness, accepted, q, t
 
 
 def test_every_subscriber_gets_a_copy(harness: Harness) -> None:
@@ -57,7 +57,7 @@ def test_durable_subscription_keeps_messages_while_offline(harness: Harness) -> 
     harness.connect("c1", client_id="app")
     harness.subscribe("c1", "s", t("news"), durable_name="mine")
     assert harness.ops(AddDurableSubscription)
-    harness.region.remove_connection("c1")
+    accepted(harness.region.remove_connection("c1"))
     harness.collect()
     harness.connect("p")
     harness.send("p", t("news"), b"while away", persistent=True)
@@ -90,7 +90,7 @@ def test_durable_in_use_is_refused(harness: Harness) -> None:
 def test_unsubscribe_with_name_destroys_durable(harness: Harness) -> None:
     harness.connect("c1", client_id="app")
     harness.subscribe("c1", "s", t("news"), durable_name="mine")
-    harness.region.destroy_durable("c1", "mine")
+    accepted(harness.region.destroy_durable("c1", "mine"))
     harness.collect()
     assert harness.ops(RemoveDurableSubscription)
     assert harness.region.subscriptions.durable("app", "mine") is None
@@ -101,7 +101,7 @@ def test_unsubscribe_with_name_destroys_durable(harness: Harness) -> None:
 def test_durable_resubscribe_with_new_selector_starts_empty(harness: Harness) -> None:
     harness.connect("c1", client_id="app")
     harness.subscribe("c1", "s", t("news"), durable_name="mine")
-    harness.region.unsubscribe("c1", "s")
+    accepted(harness.region.unsubscribe("c1", "s"))
     harness.collect()
     harness.send("c1", t("news"), b"old")
     again = harness.subscribe("c1", "s", t("news"), durable_name="mine", selector="x = 1")

@@ -15,7 +15,7 @@ from ferrymq.admin.network_bridges import STATISTICS_KEY, network_bridge_documen
 from ferrymq.admin.routing import HttpError, Request, Response, Route, json_response
 from ferrymq.admin.source import AdminSource, ConnectionStatistics, SubscriptionStatistics
 from ferrymq.core.destination import Destination, DestinationType
-from ferrymq.core.region import DestinationStatistics
+from ferrymq.core.statistics import DestinationStatistics
 
 DESTINATION_TYPES: Final = tuple(t.value for t in DestinationType)
 

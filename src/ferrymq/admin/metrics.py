@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ferrymq.core.region import DestinationStatistics
+from ferrymq.core.statistics import DestinationStatistics
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 

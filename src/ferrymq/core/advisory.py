@@ -6,15 +6,24 @@ ActiveMQ renders advisories over STOMP as JSON whose single top-level key names 
 Advisories are non-persistent topic messages with ``type:Advisory`` and the origin broker's
 name, id and URL as properties, never generated for advisory topics themselves.  Network bridges
 build demand on the consumer advisories, so ``brokerPath`` and ``networkSubscription`` are kept.
+
+``AdvisoryPublisher`` (ActiveMQ's ``AdvisoryBroker``) publishes them, only while someone listens,
+and replays what already exists to a new advisory subscriber.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 
+from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import Consumer
+from ferrymq.core.context import CoreContext
 from ferrymq.core.destination import Destination, DestinationType
+from ferrymq.core.message import Message
+from ferrymq.core.queue import Queue
+from ferrymq.core.subscriptions import SubscriptionRegistry
+from ferrymq.core.topic import Topic, TopicSubscription
 
 PREFIX = "ActiveMQ.Advisory."
 CONNECTION_TOPIC = Destination.topic(PREFIX + "Connection")
@@ -167,3 +176,130 @@ def properties(
 
 def _json(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+Body = Callable[[], bytes]
+"""An advisory's body, built only when someone listens."""
+
+
+class AdvisoryPublisher:
+    """Publishes the advisories of one broker: it reads the broker's registries (live) and hands
+    each advisory to ``route``; silent with ``enabled`` False (``advisorySupport="false"``)."""
+
+    def __init__(
+        self,
+        context: CoreContext,
+        *,
+        broker_name: str,
+        enabled: bool,
+        subscriptions: SubscriptionRegistry,
+        connections: Mapping[str, ConnectionState],
+        queues: Mapping[Destination, Queue],
+        topics: Mapping[Destination, Topic],
+        route: Callable[[Message], None],
+    ) -> None:
+        self._context = context
+        self.broker_name = broker_name
+        self.broker_url = ""
+        """``originBrokerURL``: the first listener's address, once the broker listens."""
+        self.enabled = enabled
+        self._subscriptions = subscriptions
+        self._connections = connections
+        self._queues = queues
+        self._topics = topics
+        self._route = route
+        self._master: Message | None = None
+
+    def _message(self, topic: Destination, body: bytes, extra: dict[str, str] | None) -> Message:
+        context = self._context
+        return Message(
+            context.new_message_id(),
+            topic,
+            body,
+            properties(self.broker_name, context.broker_id, self.broker_url, extra),
+            timestamp=context.now_ms,
+        )
+
+    def advise(self, topic: Destination, body: Body, extra: dict[str, str] | None = None) -> None:
+        if not self.enabled or not self._subscriptions.has_listeners(topic):
+            return
+        self._route(self._message(topic, body(), extra))
+
+    def advise_destination(self, destination: Destination, operation: int) -> None:
+        if destination.is_advisory:
+            return
+        self.advise(
+            destination_topic(destination), lambda: destination_info(destination, operation)
+        )
+
+    def advise_consumer(self, state: ConnectionState, consumer: Consumer, *, added: bool) -> None:
+        destination = consumer.destination
+        if destination.is_advisory:
+            return
+        count = self._consumer_count(destination)
+        body = (
+            (lambda: consumer_info(consumer, state.client_id))
+            if added
+            else (lambda: consumer_removed(consumer))
+        )
+        self.advise(consumer_topic(destination), body, {"consumerCount": str(count)})
+
+    def _consumer_count(self, destination: Destination) -> int:
+        if destination.is_topic:
+            topic = self._topics.get(destination)
+            return topic.consumer_count if topic is not None else 0
+        queue = self._queues.get(destination)
+        return len(queue.consumers) if queue is not None else 0
+
+    def announce_master(self) -> None:
+        """``ActiveMQ.Advisory.MasterBroker``: sent when this broker becomes master, and kept
+        (ActiveMQ's LastImage policy) for subscribers that come later."""
+        if not self.enabled:
+            return
+        self._master = self._message(MASTER_BROKER_TOPIC, b"", None)
+        if self._subscriptions.has_listeners(MASTER_BROKER_TOPIC):
+            self._route(self._master)
+
+    def replay(self, subscription: TopicSubscription) -> None:
+        """A new advisory subscriber first learns what already exists (ActiveMQ replays)."""
+        if not self.enabled:
+            return
+        pattern = subscription.pattern
+        replay: list[Message] = []
+        if self._master is not None and pattern.matches(MASTER_BROKER_TOPIC):
+            replay.append(self._master)
+        for topic, body, extra in self._what_exists(subscription.consumer):
+            if pattern.matches(topic):
+                replay.append(self._message(topic, body(), extra))
+        for message in replay:
+            subscription.enqueue(message, self._context.next_seq())
+        subscription.dispatch()
+
+    def _what_exists(
+        self, listener: Consumer | None
+    ) -> Iterator[tuple[Destination, Body, dict[str, str] | None]]:
+        """The advisories that describe the broker now: connections, consumers (but the
+        listener itself), destinations; each body is built only if it is replayed."""
+        for state in self._connections.values():
+            yield (
+                CONNECTION_TOPIC,
+                lambda s=state: connection_info(  # type: ignore[misc]
+                    s.connection_id, s.client_id, s.user, s.remote_address
+                ),
+                None,
+            )
+            for consumer in state.consumers.values():
+                if consumer.destination.is_advisory or consumer is listener:
+                    continue
+                yield (
+                    consumer_topic(consumer.destination),
+                    lambda c=consumer, s=state: consumer_info(c, s.client_id),  # type: ignore[misc]
+                    {"consumerCount": str(self._consumer_count(consumer.destination))},
+                )
+        for destination in [*self._queues, *self._topics]:
+            if not destination.is_advisory:
+                yield (
+                    destination_topic(destination),
+                    lambda d=destination: destination_info(d, ADD_OPERATION),  # type: ignore[misc]
+                    None,
+                )

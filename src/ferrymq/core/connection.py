@@ -24,9 +24,6 @@ class ConnectionState:
     ack_owners: dict[str, Consumer] = field(default_factory=dict)
     """ack id -> consumer, connection-wide (STOMP 1.2 ``id`` on ACK/NACK)."""
     next_ack: int = 0
+    """The last ack id handed out on this connection (``Dispatcher.deliver`` counts)."""
     messages_sent: int = 0
     messages_delivered: int = 0
-
-    def new_ack_id(self) -> str:
-        self.next_ack += 1
-        return str(self.next_ack)

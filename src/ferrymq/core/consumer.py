@@ -1,25 +1,24 @@
 """A consumer (a STOMP subscription) and its ledger of messages delivered but not yet acknowledged.
 
-The ledger keeps deliveries in the order they were dispatched, because ``client`` acks are
-cumulative ("this one and every earlier one of the subscription"), and indexes them by ack id
-(STOMP 1.2) and by message id (1.0/1.1).
+ActiveMQ's ``PrefetchSubscription``. The ledger keeps deliveries in the order they were
+dispatched, because ``client`` acks are cumulative ("this one and every earlier one of the
+subscription"), and indexes them by ack id (STOMP 1.2) and by message id (1.0/1.1).
+
+``admits`` is the one admission rule (network filter, noLocal, selector) of both a queue's
+consumers and a topic's subscriptions.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ferrymq.core.destination import Destination, DestinationPattern
 from ferrymq.core.entry import Entry
 from ferrymq.core.message import Message
-from ferrymq.core.selector import Selector
-
-if TYPE_CHECKING:
-    from ferrymq.core.container import MessageContainer
+from ferrymq.core.selector import Lookup, Selector
 
 # ActiveMQPrefetchPolicy defaults, per kind of consumer.
 QUEUE_PREFETCH = 1000
@@ -55,6 +54,34 @@ class NetworkFilter:
             if self.included and not any(p.matches(destination) for p in self.included):
                 return False
         return True
+
+
+def admits(
+    message: Message,
+    local_connection: str | None,
+    network_filter: NetworkFilter | None,
+    selector: Selector | None,
+    lookup: Lookup | None,
+) -> bool:
+    """Whether a consumer (or a topic subscription) may take ``message``.
+
+    ``local_connection`` is the connection whose own messages are refused (``activemq.noLocal``),
+    or None. ``lookup`` resolves the selector's identifiers; it may be None only without one.
+    The three tests have no side effects, so their order is only a matter of cost.
+    """
+    if network_filter is not None and not network_filter.admits(message):
+        return False
+    if local_connection is not None and message.origin_connection == local_connection:
+        return False
+    return selector is None or (lookup is not None and selector.matches(lookup))
+
+
+class ConsumerContainer(Protocol):
+    """Where a consumer takes messages from: a queue, or its topic subscription (``core.queue``)."""
+
+    def dispatch(self) -> None: ...
+
+    def remove_consumer(self, consumer: Consumer) -> None: ...
 
 
 class AckMode(enum.Enum):
@@ -124,14 +151,14 @@ class Consumer:
         """A network bridge's demand subscription (``networkSubscription`` in advisories)."""
         self.network_filter = network_filter
         self.broker_path = broker_path
+        """For a demand subscription: the brokers between this one and the real consumer,
+        nearest last, as advertised so the next bridge can apply consumerTTL."""
         self.network_consumer_ids: tuple[str, ...] = ()
         """For a demand subscription: the real consumers it stands for, so a broker that
         hears of one consumer by two routes can keep one (suppressDuplicateQueueSubscriptions)."""
-        """For a demand subscription: the brokers between this one and the real consumer,
-        nearest last, as advertised so the next bridge can apply consumerTTL."""
         self.extra: dict[str, str] = {}
         """Other ``activemq.*`` subscription headers, kept for advisories."""
-        self.containers: list[MessageContainer] = []
+        self.containers: list[ConsumerContainer] = []
         self._ledger: OrderedDict[str, Entry] = OrderedDict()
         self._by_message_id: dict[str, str] = {}
         self._index_message_ids = acks_by_message_id and ack_mode is not AckMode.AUTO
@@ -161,12 +188,15 @@ class Consumer:
         """Whether ``matches`` can refuse a message (most consumers take everything)."""
         return self.selector is not None or self.no_local or self.network_filter is not None
 
-    def matches(self, message: Message, lookup: Callable[[str], object | None]) -> bool:
-        if self.no_local and message.origin_connection == self.connection_id:
-            return False
-        if self.network_filter is not None and not self.network_filter.admits(message):
-            return False
-        return self.selector is None or self.selector.matches(lookup)
+    def matches(self, message: Message, lookup: Lookup) -> bool:
+        """``admits``, noLocal keyed by this consumer's own connection (ActiveMQ's rule)."""
+        return admits(
+            message,
+            self.connection_id if self.no_local else None,
+            self.network_filter,
+            self.selector,
+            lookup,
+        )
 
     # -- the ledger ---------------------------------------------------------------------------
 

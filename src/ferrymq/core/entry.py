@@ -1,18 +1,51 @@
-"""A message's place in one container: the unit that is dispatched, acknowledged and redelivered.
+"""A message's place in one container: ActiveMQ's ``MessageReference``.
 
-A topic message delivered to three subscriptions is one ``Message`` and three ``Entry`` objects;
-what differs per copy (sequence in the store, redelivery count, who holds it) lives here.
+It is the unit that is dispatched, acknowledged and redelivered. A topic message delivered to
+three subscriptions is one ``Message`` and three ``Entry`` objects; what differs per copy
+(sequence in the store, redelivery count, who holds it) lives here.
+
+The container and the consumer are typed by what an entry's users ask of them, not by their
+classes, so this module sits below both (``queue`` and ``consumer`` import it, never the reverse).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ferrymq.core.destination import Destination
 from ferrymq.core.message import Message
+from ferrymq.core.policy import DestinationPolicy
 
-if TYPE_CHECKING:
-    from ferrymq.core.consumer import Consumer
-    from ferrymq.core.container import MessageContainer
+
+class EntryContainer(Protocol):
+    """Where an entry waits and is settled: a queue or a topic subscription (``core.queue``)."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def destination(self) -> Destination: ...
+
+    @property
+    def policy(self) -> DestinationPolicy: ...
+
+    def settle(self, entry: Entry) -> None: ...
+
+    def acknowledge(self, entry: Entry) -> None: ...
+
+    def release(self, entry: Entry) -> None: ...
+
+    def remove_in_flight(self, entry: Entry) -> None: ...
+
+
+class EntryHolder(Protocol):
+    """The consumer an entry is in flight to (``core.consumer.Consumer``)."""
+
+    @property
+    def connection_id(self) -> str: ...
+
+    @property
+    def subscription_id(self) -> str: ...
 
 
 ENTRY_OVERHEAD_BYTES = 300
@@ -36,7 +69,7 @@ class Entry:
         self,
         seq: int,
         message: Message,
-        container: MessageContainer,
+        container: EntryContainer,
         *,
         stored: bool = False,
         redelivery_count: int = 0,
@@ -50,7 +83,7 @@ class Entry:
         self.redelivery_count = redelivery_count
         self.marked_delivered = marked_delivered
         """The store already knows it may have been delivered."""
-        self.consumer: Consumer | None = None
+        self.consumer: EntryHolder | None = None
         """Who holds it while it is in flight."""
         self.acked_in_transaction: str | None = None
 
@@ -60,3 +93,7 @@ class Entry:
 
     def __repr__(self) -> str:
         return f"Entry({self.container.key}#{self.seq} {self.message.message_id})"
+
+
+MessageReference = Entry
+"""ActiveMQ's name for it."""

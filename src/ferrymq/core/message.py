@@ -41,6 +41,10 @@ GROUP_SEQ = "JMSXGroupSeq"
 CORRELATION_ID = "correlation-id"
 REPLY_TO = "reply-to"
 TYPE = "type"
+DELIVERY_COUNT = "JMSXDeliveryCount"
+"""Deliveries so far, this one included: a selector field and a header of each MESSAGE."""
+BROKER_PATH = "JMSActiveMQBrokerPath"
+"""The brokers a message crossed, comma-separated (see ``Message.broker_path``)."""
 
 # Bytes charged for a message on top of its body, for memory accounting: a Message with two
 # short properties measured 458 bytes with tracemalloc (CPython 3.11); more properties cost more.

@@ -2,18 +2,17 @@
 
 These are the core's own small records; the service builds them from the configuration's
 ``<destinationPolicy>`` and ``<redeliveryPlugin>`` entries so the core never imports ``config``.
-Defaults are ActiveMQ 5.17's.
+They have no defaults: ActiveMQ's defaults live once, in ``ferrymq.config.policy``, and the service
+(``ferrymq.service.policies``) always fills every field from there.
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ferrymq.core.destination import Destination, DestinationType
-
-SHARED_DLQ_NAME = "ActiveMQ.DLQ"
 
 
 class DeadLetterKind(enum.Enum):
@@ -24,17 +23,22 @@ class DeadLetterKind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class DeadLetterPolicy:
-    kind: DeadLetterKind = DeadLetterKind.SHARED
-    queue_name: str = SHARED_DLQ_NAME
-    queue_prefix: str = "ActiveMQ.DLQ.Queue."
-    topic_prefix: str = "ActiveMQ.DLQ.Topic."
-    queue_suffix: str = ""
-    topic_suffix: str = ""
-    use_queue_for_queue_messages: bool = True
-    use_queue_for_topic_messages: bool = True
-    process_expired: bool = True
-    process_non_persistent: bool = False
-    """ActiveMQ's default: a non-persistent message that dies is dropped, not dead-lettered."""
+    """Where a message that dies goes: the shared DLQ (``queue_name``), one DLQ per destination
+    (prefix + name + suffix), or nowhere (discarding)."""
+
+    kind: DeadLetterKind
+    queue_name: str
+    """The shared DLQ's name (``SHARED`` only)."""
+    queue_prefix: str
+    topic_prefix: str
+    queue_suffix: str
+    topic_suffix: str
+    use_queue_for_queue_messages: bool
+    use_queue_for_topic_messages: bool
+    process_expired: bool
+    """An expired message is dead-lettered (True) or just dropped."""
+    process_non_persistent: bool
+    """A non-persistent message that dies is dead-lettered too (ActiveMQ drops it by default)."""
 
     def dead_letter_destination(self, origin: Destination) -> Destination | None:
         if self.kind is DeadLetterKind.DISCARDING:
@@ -59,9 +63,9 @@ class DeadLetterPolicy:
 
 @dataclass(frozen=True, slots=True)
 class RedeliveryPolicy:
-    maximum_redeliveries: int = 6
+    maximum_redeliveries: int
     """Redeliveries before the message is dead-lettered; -1 retries for ever."""
-    nack_redelivers: bool = False
+    nack_redelivers: bool
     """ActiveMQ sends a NACKed message straight to the DLQ unless its RedeliveryPlugin is
     installed, in which case NACK means "try again" until ``maximum_redeliveries``."""
 
@@ -71,17 +75,13 @@ class RedeliveryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class DestinationPolicy:
-    dead_letter: DeadLetterPolicy = field(default_factory=DeadLetterPolicy)
-    redelivery: RedeliveryPolicy = field(default_factory=RedeliveryPolicy)
-    producer_flow_control: bool = True
-    expire_messages_period_ms: int = 30000
-    use_message_groups: bool = True
+    dead_letter: DeadLetterPolicy
+    redelivery: RedeliveryPolicy
+    producer_flow_control: bool
+    expire_messages_period_ms: int
+    """How often waiting messages are swept for expiry (at least every 30 s; 0 changes nothing)."""
+    use_message_groups: bool
+    """Messages with the same ``JMSXGroupID`` go to one consumer while it lives."""
 
-
-DEFAULT_POLICY = DestinationPolicy()
 
 PolicyLookup = Callable[[Destination], DestinationPolicy]
-
-
-def default_policy_lookup(destination: Destination) -> DestinationPolicy:
-    return DEFAULT_POLICY

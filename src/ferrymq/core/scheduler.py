@@ -20,19 +20,16 @@ from __future__ import annotations
 import heapq
 import json
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ferrymq.core import codec
+from ferrymq.core.context import CoreContext
 from ferrymq.core.cron import CronError, CronSchedule, parse_cron
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message, require_long
 from ferrymq.store.base import AddMessage, RemoveMessage, StoredMessage
-
-if TYPE_CHECKING:
-    from ferrymq.core.region import RegionBroker
 
 SCHEDULED_CONTAINER = "scheduled://"
 DELAY = "AMQ_SCHEDULED_DELAY"
@@ -109,8 +106,14 @@ def check_schedule(message: Message) -> ScheduleRequest:
 
 
 class Scheduler:
-    def __init__(self, region: RegionBroker) -> None:
-        self.region = region
+    """ActiveMQ's ``SchedulerBroker`` and its ``JobScheduler`` in one."""
+
+    def __init__(
+        self, context: CoreContext, deliver: Callable[[Message, Sequence[Destination]], None]
+    ) -> None:
+        """``deliver`` routes a job's message when it comes due, as a send would."""
+        self._context = context
+        self._deliver_to = deliver
         self._heap: list[Job] = []
         self._jobs: dict[int, Job] = {}
 
@@ -125,12 +128,12 @@ class Scheduler:
     # -- taking a message ---------------------------------------------------------------------
 
     def schedule(self, message: Message, targets: tuple[Destination, ...]) -> None:
-        now = self.region.now
+        now = self._context.now_ms
         request = check_schedule(message)
         cron = request.cron
         burst = cron.next_after(now) if cron is not None else 0
         job = Job(
-            self.region.next_seq(),
+            self._context.next_seq(),
             message,
             targets,
             (burst or now) + request.delay_ms,
@@ -145,14 +148,14 @@ class Scheduler:
         self._store(job)
         self._add(job)
         if job.due_ms <= now:
-            self.fire_due()  # no delay: the first delivery goes out with the send
+            self.fire_due(now)  # no delay: the first delivery goes out with the send
 
     def _add(self, job: Job) -> None:
         self._jobs[job.seq] = job
         heapq.heappush(self._heap, job)
 
     def _store(self, job: Job) -> None:
-        self.region.effects.store_ops.append(
+        self._context.effects.store_ops.append(
             AddMessage(
                 SCHEDULED_CONTAINER,
                 job.seq,
@@ -166,9 +169,9 @@ class Scheduler:
 
     # -- time passing -------------------------------------------------------------------------
 
-    def fire_due(self) -> int:
-        """Deliver every job whose time has come; returns how many deliveries were made."""
-        now = self.region.now
+    def fire_due(self, now_ms: int) -> int:
+        """Deliver every job due by ``now_ms``; returns how many deliveries were made."""
+        now = now_ms
         fired = 0
         heap = self._heap
         while heap and heap[0].due_ms <= now:
@@ -176,33 +179,33 @@ class Scheduler:
             if self._jobs.get(job.seq) is not job:
                 continue
             del self._jobs[job.seq]
-            self.region.effects.store_ops.append(RemoveMessage(SCHEDULED_CONTAINER, job.seq))
-            self._deliver(job)
+            self._context.effects.store_ops.append(RemoveMessage(SCHEDULED_CONTAINER, job.seq))
+            self._deliver(job, now)
             fired += 1
-            following = self._advance(job)
+            following = self._advance(job, now)
             if following is not None:
                 self._store(following)
                 self._add(following)
         return fired
 
-    def _deliver(self, job: Job) -> None:
+    def _deliver(self, job: Job, now_ms: int) -> None:
         template = job.message
         properties = {k: v for k, v in template.properties.items() if k not in SCHEDULING_HEADERS}
         properties[JOB_ID] = job.job_id
         first = job.delivered == 0 and job.cron is None
         copy = template.copy(
-            message_id=template.message_id if first else self.region.new_message_id(),
+            message_id=template.message_id if first else self._context.new_message_id(),
             producer_message_id=template.producer_message_id if first else None,
             properties=properties,
-            timestamp=self.region.now,
+            timestamp=now_ms,
         )
-        self.region.deliver_scheduled(copy, job.targets)
+        self._deliver_to(copy, job.targets)
 
-    def _advance(self, job: Job) -> Job | None:
+    def _advance(self, job: Job, now_ms: int) -> Job | None:
         """The job's next state after one delivery, or None when it is finished."""
         if job.remaining > 0:
             return Job(
-                self.region.next_seq(),
+                self._context.next_seq(),
                 job.message,
                 job.targets,
                 job.due_ms + job.period_ms,
@@ -216,9 +219,9 @@ class Scheduler:
             )
         if job.cron is None:
             return None
-        burst = job.cron.next_after(max(job.burst_start_ms, self.region.now))
+        burst = job.cron.next_after(max(job.burst_start_ms, now_ms))
         return Job(
-            self.region.next_seq(),
+            self._context.next_seq(),
             job.message,
             job.targets,
             burst + job.delay_ms,

@@ -8,10 +8,11 @@ or noLocal recreates it empty, as JMS requires.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import Consumer
+from ferrymq.core.context import CoreContext, Dispatch
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.selector import parse_selector
@@ -21,9 +22,6 @@ from ferrymq.store.base import (
     DurableSubscriptionRecord,
     RemoveDurableSubscription,
 )
-
-if TYPE_CHECKING:
-    from ferrymq.core.region import RegionBroker
 
 _ADVISORY_PATH = ("ActiveMQ", "Advisory")
 
@@ -41,8 +39,19 @@ def could_match_advisories(pattern: Destination) -> bool:
 
 
 class SubscriptionRegistry:
-    def __init__(self, region: RegionBroker) -> None:
-        self.region = region
+    def __init__(
+        self,
+        context: CoreContext,
+        dispatch: Dispatch,
+        *,
+        topics: Mapping[Destination, Topic],
+        topic: Callable[[Destination], Topic],
+    ) -> None:
+        """``topics`` are the broker's topics (read live); ``topic`` finds or creates one."""
+        self._context = context
+        self._dispatch = dispatch
+        self._topics = topics
+        self._topic = topic
         self._all: list[TopicSubscription] = []
         self._by_key: dict[str, TopicSubscription] = {}
         self._by_consumer: dict[tuple[str, str], TopicSubscription] = {}
@@ -73,8 +82,8 @@ class SubscriptionRegistry:
         if could_match_advisories(destination):
             self._advisory_listeners.append(subscription)
         if not destination.is_wildcard:
-            self.region.topic(destination)  # creating it attaches matching subscriptions
-        for topic in self.region.topics.values():
+            self._topic(destination)  # creating it attaches matching subscriptions
+        for topic in self._topics.values():
             if subscription.pattern.matches(topic.destination):
                 topic.attach(subscription)
 
@@ -88,7 +97,7 @@ class SubscriptionRegistry:
         record = subscription.record
         if record is not None:
             del self._durables[(record.client_id, record.subscription_name)]
-            self.region.effects.store_ops.append(
+            self._context.effects.store_ops.append(
                 RemoveDurableSubscription(record.client_id, record.subscription_name)
             )
         subscription.purge()
@@ -104,12 +113,11 @@ class SubscriptionRegistry:
         if consumer.durable_name is not None:
             subscription = self._durable_for(state, consumer)
         else:
-            region = self.region
             subscription = TopicSubscription(
-                region,
+                self._context,
+                self._dispatch,
                 f"sub:{state.connection_id}:{consumer.subscription_id}",
                 consumer.destination,
-                region.policies(consumer.destination),
                 selector=consumer.selector,
                 no_local=consumer.no_local,
                 network_filter=consumer.network_filter,
@@ -119,10 +127,12 @@ class SubscriptionRegistry:
         subscription.add_consumer(consumer)
         self._by_consumer[consumer.key] = subscription
 
-    def replay_if_listener(self, consumer: Consumer) -> None:
+    def advisory_listener(self, consumer: Consumer) -> TopicSubscription | None:
+        """The consumer's subscription, if it may hear advisories (they are replayed to it)."""
         subscription = self._by_consumer.get(consumer.key)
         if subscription is not None and subscription in self._advisory_listeners:
-            self.region.replay_advisories(subscription)
+            return subscription
+        return None
 
     def _durable_for(self, state: ConnectionState, consumer: Consumer) -> TopicSubscription:
         name = consumer.durable_name
@@ -159,7 +169,7 @@ class SubscriptionRegistry:
                 f"durable:{client_id}:{name}",
             )
             subscription = self._create_durable(record)
-            self.region.effects.store_ops.append(AddDurableSubscription(record))
+            self._context.effects.store_ops.append(AddDurableSubscription(record))
         # A bridge's durable demand keeps its filter while offline (until a restart).
         subscription.network_filter = consumer.network_filter
         return subscription
@@ -167,10 +177,10 @@ class SubscriptionRegistry:
     def _create_durable(self, record: DurableSubscriptionRecord) -> TopicSubscription:
         destination = Destination.parse_qualified(record.destination)
         subscription = TopicSubscription(
-            self.region,
+            self._context,
+            self._dispatch,
             record.container,
             destination,
-            self.region.policies(destination),
             selector=parse_selector(record.selector) if record.selector else None,
             no_local=record.no_local,
             record=record,

@@ -3,44 +3,38 @@
 A topic keeps no messages itself: publishing copies the message into every matching
 subscription.  A subscription is a container of its own with one consumer: a durable one keeps
 persistent messages in the store and keeps collecting while its consumer is offline; a plain one
-lives and dies with its consumer.  Wildcard subscriptions are attached to every topic they match,
-including topics created later.
+lives and dies with its consumer (ActiveMQ's ``DurableTopicSubscription`` and
+``TopicSubscription``).  Wildcard subscriptions are attached to every topic they match, including
+topics created later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from ferrymq.core.consumer import Consumer, NetworkFilter
-from ferrymq.core.container import ContainerStatistics, MessageContainer
+from ferrymq.core.consumer import Consumer, NetworkFilter, admits
+from ferrymq.core.context import CoreContext, Dispatch
 from ferrymq.core.destination import Destination, DestinationPattern
 from ferrymq.core.entry import Entry
 from ferrymq.core.message import Message
-from ferrymq.core.policy import DestinationPolicy
-from ferrymq.core.selector import Selector
+from ferrymq.core.queue import ContainerStatistics, Queue
+from ferrymq.core.selector import Lookup, Selector
+from ferrymq.core.selector.jms_fields import lookup_for
 from ferrymq.store.base import DurableSubscriptionRecord
 
-LookupFactory = Callable[[Message], Callable[[str], object | None]]
 
-if TYPE_CHECKING:
-    from ferrymq.core.region import RegionBroker
-
-
-class TopicSubscription(MessageContainer):
+class TopicSubscription(Queue):
     def __init__(
         self,
-        region: RegionBroker,
+        context: CoreContext,
+        dispatch: Dispatch,
         key: str,
         destination: Destination,
-        policy: DestinationPolicy,
         *,
         selector: Selector | None,
         no_local: bool,
         record: DurableSubscriptionRecord | None = None,
         network_filter: NetworkFilter | None = None,
     ) -> None:
-        super().__init__(region, key, destination, policy, storable=record is not None)
+        super().__init__(context, dispatch, key, destination, storable=record is not None)
         self.pattern = DestinationPattern(destination)
         self.selector = selector
         self.no_local = no_local
@@ -57,18 +51,16 @@ class TopicSubscription(MessageContainer):
     def consumer(self) -> Consumer | None:
         return self.consumers[0] if self.consumers else None
 
-    def accepts(self, message: Message, lookup: Callable[[str], object | None] | None) -> bool:
-        if self.network_filter is not None and not self.network_filter.admits(message):
-            return False
-        if (
-            self.no_local
-            and message.origin_connection is not None
-            and message.origin_connection == self.active_connection
-        ):
-            return False
-        if self.selector is None:
-            return True
-        return lookup is not None and self.selector.matches(lookup)
+    def accepts(self, message: Message, lookup: Lookup | None) -> bool:
+        """``admits``, noLocal keyed by the connection of the consumer attached now: an offline
+        durable subscription (no consumer) collects every message, its own client's included."""
+        return admits(
+            message,
+            self.active_connection if self.no_local else None,
+            self.network_filter,
+            self.selector,
+            lookup,
+        )
 
     def _select(
         self, entry: Entry, candidates: list[Consumer], use_groups: bool
@@ -102,19 +94,14 @@ class Topic:
     def depth(self) -> int:
         return sum(s.depth for s in self.subscriptions)
 
-    def publish(
-        self,
-        message: Message,
-        seq: int,
-        lookup: Callable[[Message], Callable[[str], object | None]],
-    ) -> int:
+    def publish(self, message: Message, seq: int) -> int:
         """Copy the message into each matching subscription; returns how many took it."""
         self.stats.enqueued += 1
         taken = 0
-        resolver: Callable[[str], object | None] | None = None
+        resolver: Lookup | None = None
         for subscription in self.subscriptions:
             if subscription.selector is not None and resolver is None:
-                resolver = lookup(message)
+                resolver = lookup_for(message)
             if not subscription.accepts(message, resolver):
                 continue
             subscription.offer(message, seq)

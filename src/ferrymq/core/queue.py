@@ -1,10 +1,12 @@
-"""Where messages wait for consumers: a queue, a durable subscription, or a topic subscription.
+"""Where messages wait for consumers: ActiveMQ's ``Queue``, and the pending list of a topic
+subscription (ActiveMQ's ``DurableTopicSubscription`` and ``TopicSubscription``).
 
-All three dispatch the same way, so they share this class: messages in priority-then-arrival
-order go to consumers that have prefetch room and whose selector matches; among equally ranked
-consumers the one served last moves to the back (round robin); higher ``activemq.priority``
-consumers are served first; an exclusive consumer takes everything while it lives; a message
-group (``JMSXGroupID``) sticks to the consumer that got its first message.
+All three dispatch the same way, so they share this class (``core.topic.TopicSubscription``
+extends it with its admission rule): messages in priority-then-arrival order go to consumers that
+have prefetch room and whose selector matches; among equally ranked consumers the one served last
+moves to the back (round robin); higher ``activemq.priority`` consumers are served first; an
+exclusive consumer takes everything while it lives; a message group (``JMSXGroupID``) sticks to
+the consumer that got its first message.
 
 Memory is bounded by paging: once broker memory passes the high-water mark, new messages are
 written to the store only (non-persistent ones as spooled rows) and the container pages them back
@@ -14,21 +16,17 @@ message is paged out too, so the order is kept.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
 from ferrymq.core import codec
 from ferrymq.core.consumer import Consumer
+from ferrymq.core.context import CoreContext, Dispatch
 from ferrymq.core.destination import Destination
-from ferrymq.core.effects import TraceEvent, TraceKind
+from ferrymq.core.effects import PageIn, TraceEvent, TraceKind
 from ferrymq.core.entry import ENTRY_OVERHEAD_BYTES, Entry
 from ferrymq.core.message import Message
 from ferrymq.core.pending import PendingList
-from ferrymq.core.policy import DestinationPolicy
+from ferrymq.core.selector import Lookup
+from ferrymq.core.selector.jms_fields import lookup_for
 from ferrymq.store.base import AddMessage, PurgeContainer, RemoveMessage, StoredMessage
-
-if TYPE_CHECKING:
-    from ferrymq.core.region import RegionBroker
 
 PAGE_SIZE = 200
 """Messages paged in per store read (ActiveMQ's ``maxPageSize`` default)."""
@@ -46,21 +44,26 @@ class ContainerStatistics:
         self.expired = 0
 
 
-class MessageContainer:
+class Queue:
+    """A queue, or the pending list of one topic subscription (durable or not)."""
+
     def __init__(
         self,
-        region: RegionBroker,
+        context: CoreContext,
+        dispatch: Dispatch,
         key: str,
         destination: Destination,
-        policy: DestinationPolicy,
         *,
         storable: bool,
     ) -> None:
-        self.region = region
+        self._context = context
+        self._usage = context.usage
+        self._dispatch = dispatch
+        self._deliver = dispatch.deliver
         self.key = key
         """Name of this container in the store."""
         self.destination = destination
-        self.policy = policy
+        self.policy = context.policies(destination)
         self.storable = storable
         """Persistent messages are written to the store (queues, durable subscriptions)."""
         self.consumers: list[Consumer] = []
@@ -99,8 +102,8 @@ class MessageContainer:
         if entry is None:
             self.dispatch()
             return
-        if message.expires and message.expires <= self.region.now:
-            self.region.expire(entry)
+        if message.expires and message.expires <= self._context.now_ms:
+            self._expire(entry)
             return
         candidates = self._candidates()
         consumer = (
@@ -109,7 +112,7 @@ class MessageContainer:
         if consumer is None:
             self.pending.append(entry)
             return
-        self.region.deliver(consumer, entry)
+        self._deliver(consumer, entry)
         self.in_flight += 1
         self.stats.dispatched += 1
         if len(self.consumers) > 1:
@@ -117,7 +120,7 @@ class MessageContainer:
 
     def _admit(self, message: Message, seq: int) -> Entry | None:
         """Count the message in and decide where it lives; None when it is paged out."""
-        usage = self.region.usage
+        usage = self._usage
         write = message.persistent and self.storable
         self.stats.enqueued += 1
         charge = ENTRY_OVERHEAD_BYTES if message.holders else ENTRY_OVERHEAD_BYTES + message.size
@@ -137,26 +140,29 @@ class MessageContainer:
         return entry
 
     def _charge(self, message: Message) -> None:
+        usage = self._usage
         if not message.holders:
-            self.region.usage.memory_used += message.size
+            usage.memory_used += message.size
         message.holders += 1
-        self.region.usage.memory_used += ENTRY_OVERHEAD_BYTES
+        usage.memory_used += ENTRY_OVERHEAD_BYTES
 
     def _discharge(self, message: Message) -> None:
+        usage = self._usage
         message.holders -= 1
         if not message.holders:
-            self.region.usage.memory_used -= message.size
-        self.region.usage.memory_used -= ENTRY_OVERHEAD_BYTES
+            usage.memory_used -= message.size
+        usage.memory_used -= ENTRY_OVERHEAD_BYTES
 
     def _store(self, message: Message, seq: int, *, persistent: bool) -> None:
         blob = codec.encode(message)
+        effects = self._context.effects
         if persistent:
-            self.region.usage.store_used += len(blob)
-            if self.region.tracing:
-                self.region.effects.trace.append(
+            self._usage.store_used += len(blob)
+            if self._context.tracing:
+                effects.trace.append(
                     TraceEvent(TraceKind.STORED, message, message.destination, self.key)
                 )
-        self.region.effects.store_ops.append(
+        effects.store_ops.append(
             AddMessage(
                 self.key,
                 seq,
@@ -226,24 +232,35 @@ class MessageContainer:
         candidates = self._candidates()
         if not candidates:
             return
-        region = self.region
-        now = region.now
+        taken, expired = self._hand_out(candidates)
+        pending = self.pending
+        for entry in taken:
+            pending.remove(entry)
+        self.in_flight += len(taken)
+        self.stats.dispatched += len(taken)
+        for entry in expired:
+            pending.remove(entry)
+            self._expire(entry)
+
+    def _hand_out(self, candidates: list[Consumer]) -> tuple[list[Entry], list[Entry]]:
+        """Deliver waiting entries, in order, while ``candidates`` have room; returns those
+        delivered and those found expired, both still to be taken out of the waiting list."""
+        deliver = self._deliver
+        now = self._context.now_ms
         use_groups = self.policy.use_message_groups
         rotate = len(self.consumers) > 1
         taken: list[Entry] = []
-        expired: list[Entry] | None = None
+        expired: list[Entry] = []
         for entry in self.pending:
             message = entry.message
             if message.expires and message.expires <= now:
-                if expired is None:
-                    expired = []
                 expired.append(entry)
                 continue
             consumer = self._select(entry, candidates, use_groups)
             if consumer is None:
                 continue
             taken.append(entry)
-            region.deliver(consumer, entry)
+            deliver(consumer, entry)
             if not consumer.has_capacity:
                 candidates.remove(consumer)
                 if not candidates:
@@ -252,21 +269,24 @@ class MessageContainer:
                 _rotate(candidates, consumer)
             if rotate:
                 _rotate(self.consumers, consumer)
-        pending = self.pending
-        for entry in taken:
-            pending.remove(entry)
-        self.in_flight += len(taken)
-        self.stats.dispatched += len(taken)
-        if expired is not None:
-            for entry in expired:
-                pending.remove(entry)
-                region.expire(entry)
+        return taken, expired
+
+    def sweep_expired(self, now_ms: int) -> None:
+        """Take every waiting message that has expired by ``now_ms`` out (the periodic sweep)."""
+        expired = [e for e in self.pending if e.message.is_expired(now_ms)]
+        for entry in expired:
+            self.pending.remove(entry)
+            self._expire(entry)
+
+    def _expire(self, entry: Entry) -> None:
+        self.stats.expired += 1
+        self._dispatch.expire(entry)
 
     def _select(
         self, entry: Entry, candidates: list[Consumer], use_groups: bool
     ) -> Consumer | None:
         message = entry.message
-        lookup: Callable[[str], object | None] | None = None
+        lookup: Lookup | None = None
         group = message.group_id if use_groups else None
         if group is not None:
             owner = self._groups.get(group)
@@ -277,7 +297,7 @@ class MessageContainer:
         for consumer in candidates:
             if consumer.filters:
                 if lookup is None:
-                    lookup = self.region.lookup_for(message, entry.redelivery_count)
+                    lookup = lookup_for(message, entry.redelivery_count)
                 if not consumer.matches(message, lookup):
                     continue
             if group is not None:
@@ -290,12 +310,11 @@ class MessageContainer:
     def settle(self, entry: Entry) -> None:
         """The entry is done with (acked, dead-lettered, expired, discarded): forget it."""
         self.stats.dequeued += 1
-        usage = self.region.usage
         self._discharge(entry.message)
         if entry.stored:
             if entry.message.persistent and self.storable:
-                usage.store_used -= len(codec.encode(entry.message))
-            self.region.effects.store_ops.append(RemoveMessage(self.key, entry.seq))
+                self._usage.store_used -= len(codec.encode(entry.message))
+            self._context.effects.store_ops.append(RemoveMessage(self.key, entry.seq))
 
     def acknowledge(self, entry: Entry) -> None:
         self.in_flight -= 1
@@ -308,7 +327,7 @@ class MessageContainer:
         if self.policy.redelivery.exceeded(entry.redelivery_count) and not (
             self.policy.dead_letter.is_dead_letter_destination(self.destination)
         ):
-            self.region.dead_letter(
+            self._dispatch.dead_letter(
                 entry,
                 f"Delivery[{entry.redelivery_count}] exceeds redelivery policy limit: "
                 f"maximumRedeliveries={self.policy.redelivery.maximum_redeliveries}",
@@ -325,12 +344,12 @@ class MessageContainer:
     def _request_page_in(self) -> None:
         self._page_in_requested = True
         self._paged_out_since_request = 0
-        self.region.request_page_in(self.key, self.cursor, PAGE_SIZE)
+        self._context.effects.page_ins.append(PageIn(self.key, self.cursor, PAGE_SIZE))
 
     def paged_in(self, records: list[StoredMessage], limit: int) -> None:
         self._page_in_requested = False
-        usage = self.region.usage
-        now = self.region.now
+        usage = self._usage
+        now = self._context.now_ms
         for record in records:
             message = codec.decode(record.blob)
             persistent_row = message.persistent and self.storable
@@ -346,7 +365,7 @@ class MessageContainer:
             if not persistent_row:
                 usage.temp_used -= message.size
             if message.is_expired(now):
-                self.region.expire(entry)
+                self._expire(entry)
                 continue
             self.pending.append(entry)
         self.paged_out -= len(records)
@@ -365,12 +384,16 @@ class MessageContainer:
         for entry in entries:
             self._discharge(entry.message)
         if self.storable or self.paged_out or any(e.stored for e in entries):
-            self.region.effects.store_ops.append(PurgeContainer(self.key))
+            self._context.effects.store_ops.append(PurgeContainer(self.key))
         self.paged_out = 0
         return entries
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.key})"
+
+
+MessageContainer = Queue
+"""Its older name, still apt for a topic subscription's pending list."""
 
 
 def _rotate(consumers: list[Consumer], consumer: Consumer) -> None:
