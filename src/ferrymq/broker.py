@@ -28,6 +28,7 @@ import signal
 import time
 from typing import Self
 
+from ferrymq.adapters.stomp import StompAdapter
 from ferrymq.admin import AdminServer
 from ferrymq.admin_view import AdminView
 from ferrymq.config.model import BrokerConfig
@@ -42,13 +43,10 @@ from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector, ReplicationError
 from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.network import LocalBroker, NetworkService
-from ferrymq.service.broker import (
-    BrokerService,
-    BrokerStartError,
-    BrokerStoreBusyError,
-    create_store,
-    published_url,
-)
+from ferrymq.service.broker import BrokerService
+from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError
+from ferrymq.service.listeners import published_url
+from ferrymq.service.stores import create_store
 from ferrymq.store.base import MessageStore
 from ferrymq.util.uri import AnyURI
 
@@ -159,7 +157,11 @@ class Broker:
         # taken); any other broker stops for good.
         on_halt = None if self.locker is not None else self._halt
         service = BrokerService(
-            self.config, store=self._store_override, fence=fence, on_halt=on_halt
+            self.config,
+            adapters=(StompAdapter,),
+            store=self._store_override,
+            fence=fence,
+            on_halt=on_halt,
         )
         self.network = NetworkService(
             self.config,

@@ -14,7 +14,8 @@ import pytest
 
 from ferrymq.client import Connection, Message, Subscription, connect
 from ferrymq.core.destination import Destination
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.network.conftest import QUIET_S, WAIT_S, paths, quiet, settle
 
 QUEUE = "/queue/TEST.FOO"

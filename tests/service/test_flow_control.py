@@ -98,7 +98,7 @@ def test_producer_waits_while_the_store_is_full(tmp_path: Path) -> None:
                     f"{i:03d}" + "z" * 10_000,
                     headers={"persistent": "true", "receipt": f"r{i}"},
                 )
-            assert listener.wait_for(lambda: len(listener.receipts) >= 5)
+            listener.wait_for(lambda: len(listener.receipts) >= 5, "5 receipts")
             time.sleep(0.3)
             blocked_at = len(listener.receipts)
             assert blocked_at < 40, "the store limit did not stop the producer"
@@ -126,7 +126,7 @@ def test_send_fail_if_no_space_answers_an_error_and_keeps_the_connection(
                     "z" * 10_000,
                     headers={"persistent": "true", "receipt": f"r{i}"},
                 )
-            assert listener.wait_for(lambda: bool(listener.errors))
+            listener.wait_for(lambda: bool(listener.errors), "an ERROR frame")
             error = listener.errors[0]
             assert "Store is Full" in error.headers["message"]
             assert error.headers["receipt-id"].startswith("r")
@@ -150,9 +150,9 @@ def test_send_fail_after_timeout_refuses_a_blocked_send(tmp_path: Path) -> None:
                     "z" * 10_000,
                     headers={"persistent": "true", "receipt": f"r{i}"},
                 )
-            assert listener.wait_for(lambda: bool(listener.errors))
+            listener.wait_for(lambda: bool(listener.errors), "an ERROR frame")
             started = time.monotonic()
-            assert listener.wait_for(lambda: len(listener.errors) >= 2, timeout=10)
+            listener.wait_for(lambda: len(listener.errors) >= 2, "2 ERROR frames", timeout=10)
             # Each blocked SEND waits its 300 ms before it is refused.
             assert time.monotonic() - started >= 0.25
             assert "sendFailIfNoSpaceAfterTimeout" in listener.errors[0].headers["message"]

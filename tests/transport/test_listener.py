@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ferrymq.config.activemq_xml import parse_config
-from ferrymq.service import protocol
+from ferrymq.service import connection
 from ferrymq.testing import broker_config, running_broker
 
 CONNECT = b"CONNECT\naccept-version:1.2\nhost:x\n\n\x00"
@@ -73,7 +73,7 @@ async def test_broker_sends_heart_beats_when_asked(tmp_path: Path) -> None:
 async def test_connection_without_connect_is_closed_after_the_timeout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(protocol, "CONNECT_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(connection, "OPEN_TIMEOUT_S", 0.2)
     async with running_broker(broker_config(tmp_path / "data", persistent=False)) as broker:
         reader, writer = await asyncio.open_connection("127.0.0.1", broker.stomp_ports[0])
         assert await asyncio.wait_for(reader.read(), 5) == b""

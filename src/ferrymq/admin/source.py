@@ -15,7 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ferrymq.config.model import BrokerConfig
 from ferrymq.core.destination import Destination
-from ferrymq.core.region import DestinationStatistics, RegionBroker
+from ferrymq.core.region import RegionBroker
+from ferrymq.core.statistics import DestinationStatistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,8 @@ class TransportView(Protocol):
     def bytes_out(self) -> int: ...
 
 
-class StompConnectionView(Protocol):
-    """``ferrymq.service.protocol.StompConnection``."""
+class ConnectionView(Protocol):
+    """``ferrymq.service.connection.BrokerConnection``."""
 
     @property
     def connection_id(self) -> str: ...
@@ -93,7 +94,7 @@ class StompConnectionView(Protocol):
     def connector(self) -> str: ...
 
     @property
-    def version(self) -> str: ...
+    def version(self) -> str | None: ...
 
     @property
     def connected(self) -> bool: ...
@@ -115,7 +116,7 @@ class BrokerServiceView(Protocol):
     def region(self) -> RegionBroker: ...
 
     @property
-    def connections(self) -> Mapping[str, StompConnectionView]: ...
+    def connections(self) -> Mapping[str, ConnectionView]: ...
 
     def statistics(self) -> dict[str, Any]: ...
 

@@ -52,7 +52,7 @@ _DELIVERY_HEADERS = frozenset(
         h.DESTINATION,
         h.RECEIPT_HEADER,
         h.TRANSACTION,
-        "JMSXDeliveryCount",
+        h.JMSX_DELIVERY_COUNT,
     }
 )
 

@@ -19,19 +19,20 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ferrymq.config.model import TransportConnectorConfig
-from ferrymq.stomp import constants as h
 
 log = logging.getLogger(__name__)
 
 
 class ClusterClient(Protocol):
-    def send_cluster_update(self, headers: Mapping[str, str]) -> None:
-        """Write one MESSAGE on the reserved cluster-updates subscription."""
+    def send_cluster_update(self, brokers: Sequence[str], *, rebalance: bool) -> None:
+        """Tell the client the brokers it may fail over to, in order (``rebalance``: it should
+        reconnect to the first), in its protocol (STOMP: a MESSAGE on the reserved
+        cluster-updates subscription)."""
 
 
 @dataclass(slots=True)
@@ -138,14 +139,11 @@ class ClusterMembership:
             for client, rotation in list(listener.clients.items()):
                 if rebalance:
                     rotation = listener.clients[client] = rotation + 1
-                headers = {h.FERRYMQ_CLUSTER_BROKERS: ",".join(self._brokers(listener, rotation))}
-                if rebalance:
-                    headers[h.FERRYMQ_REBALANCE] = "true"
-                _send(client, headers)
+                _send(client, self._brokers(listener, rotation), rebalance=rebalance)
 
 
-def _send(client: ClusterClient, headers: Mapping[str, str]) -> None:
+def _send(client: ClusterClient, brokers: Sequence[str], *, rebalance: bool) -> None:
     try:
-        client.send_cluster_update(headers)
+        client.send_cluster_update(brokers, rebalance=rebalance)
     except Exception:  # one client's broken socket must not stop the others' updates
         log.exception("cluster update to %r failed", client)

@@ -110,26 +110,3 @@ def _all_done(futures: list[asyncio.Future[None]]) -> asyncio.Future[None]:
     for future in futures:
         future.add_done_callback(one_done)
     return result
-
-
-def both_done(first: asyncio.Future[None], second: asyncio.Future[None]) -> asyncio.Future[None]:
-    """Done when both are: failing with the first one's failure (the local store's)."""
-    result: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def settle(_: asyncio.Future[None]) -> None:
-        if result.done() or not (first.done() and second.done()):
-            if first.done() and not result.done() and not first.cancelled():
-                exc = first.exception()
-                if exc is not None:
-                    result.set_exception(exc)
-            return
-        if first.cancelled():
-            result.cancel()
-        elif (exc := first.exception()) is not None:
-            result.set_exception(exc)
-        else:
-            result.set_result(None)
-
-    first.add_done_callback(settle)
-    second.add_done_callback(settle)
-    return result

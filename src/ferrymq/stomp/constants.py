@@ -66,6 +66,8 @@ MESSAGE_ID: Final = "message-id"
 SUBSCRIPTION: Final = "subscription"
 MESSAGE_HEADER: Final = "message"
 REDELIVERED: Final = "redelivered"
+JMSX_DELIVERY_COUNT: Final = "JMSXDeliveryCount"
+"""How often this message was delivered (FerryMQ adds it to every MESSAGE, as JMS does)."""
 
 # ActiveMQ CONNECT/CONNECTED extras (ProtocolConverter.onStompConnect).
 CLIENT_ID: Final = "client-id"

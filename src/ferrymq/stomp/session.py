@@ -81,7 +81,7 @@ from ferrymq.stomp.constants import (
     V1_2,
     VERSION,
 )
-from ferrymq.stomp.encoder import encode_frame, encode_message
+from ferrymq.stomp.encoder import assemble_message, encode_frame, encode_message
 from ferrymq.stomp.errors import LocalProtocolError, RemoteProtocolError
 from ferrymq.stomp.events import (
     Abort,
@@ -409,6 +409,14 @@ class ServerSession:
         if headers:
             out = {**out, **headers, **out}
         return encode_message(out, body, self._version)
+
+    def assembled_message(self, blocks: tuple[bytes, ...], body: bytes) -> bytes:
+        """A MESSAGE frame from pre-rendered header blocks (``encoder.header_block``): the
+        broker's fast path, which renders a message's own headers once and shares them between
+        its deliveries; the blocks must already be escaped for this session's version."""
+        if self._state is State.CONNECTING:
+            raise LocalProtocolError("MESSAGE before the client's CONNECT")
+        return assemble_message(blocks, body)
 
     def receipt(self, receipt_id: str) -> bytes:
         return encode_frame(RECEIPT, {RECEIPT_ID: receipt_id}, b"", self._version)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ferrymq.adapters.stomp import dialect
 from ferrymq.core.destination import Destination, DestinationType
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message, MessageId
-from ferrymq.service import dialect
 from ferrymq.stomp.encoder import header_block
 from ferrymq.stomp.errors import LocalProtocolError
 

@@ -37,7 +37,7 @@ TEMP_TOPIC_PREFIX = "/temp-topic/"
 REMOTE_TEMP_QUEUE_PREFIX = "/remote-temp-queue/"
 REMOTE_TEMP_TOPIC_PREFIX = "/remote-temp-topic/"
 
-DELIVERY_COUNT = "JMSXDeliveryCount"
+DELIVERY_COUNT = h.JMSX_DELIVERY_COUNT
 
 # Headers that belong to the SEND frame, not to the message (ActiveMQ strips the same ones).
 _FRAME_ONLY = frozenset(

@@ -1,0 +1,74 @@
+"""CONNECT: who is connecting, and which request handler serves them.
+
+A STOMP CONNECT can open three kinds of connection, told apart by FerryMQ's own headers: a pure
+master/slave slave (``ferrymq.replication:true``: it gets the replication stream and nothing
+else), another broker's network bridge (``ferrymq.network-bridge``: the brokers exchange ids and
+URLs, and a cluster peer joins the list failover clients are given) or an application client.
+Any of them may ask for cluster updates (``ferrymq.cluster-updates:true``), the brokers a
+failover client may use (ActiveMQ's updateClusterClients).
+"""
+
+from __future__ import annotations
+
+from ferrymq.adapters.stomp.base import RequestHandler, StompLink
+from ferrymq.adapters.stomp.network import BridgeRequests
+from ferrymq.adapters.stomp.replication import ReplicationRequests
+from ferrymq.adapters.stomp.requests import ClientRequests
+from ferrymq.core.errors import BrokerError
+from ferrymq.service.cluster import ClusterClient
+from ferrymq.stomp import constants as h
+from ferrymq.stomp.events import Connect
+
+
+def choose_requests(
+    link: StompLink, cluster_client: ClusterClient, connector: str, event: Connect
+) -> tuple[RequestHandler, dict[str, str]]:
+    """The handler for this CONNECT, and the headers its CONNECTED frame adds."""
+    service = link.service
+    connection = link.connection
+    headers = event.headers
+    requests: RequestHandler
+    extra: dict[str, str] = {}
+    if headers.get(h.FERRYMQ_REPLICATION) == "true":
+        name = headers.get(h.FERRYMQ_REPLICA) or connection.connection_id
+        requests = ReplicationRequests(link, name)
+    elif not service.accepting_clients:
+        raise BrokerError("this broker is waiting for its slave to attach (waitForSlave)")
+    else:
+        transport = connection.transport
+        added = connection.region.add_connection(
+            connection.connection_id,
+            event.client_id or None,
+            user=event.login,
+            remote_address=transport.remote_address if transport else None,
+        )
+        if added.refused is not None:
+            raise added.refused  # the client id is taken
+        bridge = headers.get(h.FERRYMQ_NETWORK_BRIDGE)
+        if bridge is None:
+            requests = ClientRequests(link)
+        else:
+            connection.network_bridge = bridge or "bridge"
+            requests = BridgeRequests(link, connection.network_bridge, headers)
+            extra.update(_bridge_handshake(link, headers))
+    cluster = service.cluster
+    if headers.get(h.FERRYMQ_CLUSTER_UPDATES) == "true" and cluster.serves(connector):
+        extra[h.FERRYMQ_CLUSTER_BROKERS] = ",".join(cluster.attach(connector, cluster_client))
+    return requests, extra
+
+
+def _bridge_handshake(link: StompLink, headers: dict[str, str]) -> dict[str, str]:
+    """The brokers introduce themselves; a cluster peer joins the failover clients' list."""
+    service = link.service
+    connection = link.connection
+    region = connection.region
+    extra = {h.FERRYMQ_BROKER_ID: region.broker_id, h.FERRYMQ_BROKER_NAME: region.broker_name}
+    own_url = service.cluster_url()
+    if own_url is not None:
+        extra[h.FERRYMQ_BROKER_URL] = own_url
+    peer_url = headers.get(h.FERRYMQ_BROKER_URL)
+    if headers.get(h.FERRYMQ_CLUSTER_PEER) == "true" and peer_url:
+        broker_id = headers.get(h.FERRYMQ_BROKER_ID) or connection.connection_id
+        name = headers.get(h.FERRYMQ_BROKER_NAME) or broker_id
+        service.cluster.peer_joined(connection.connection_id, broker_id, name, peer_url)
+    return extra

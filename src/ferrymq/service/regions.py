@@ -1,0 +1,37 @@
+"""The region broker for a configuration (ActiveMQ's ``BrokerService.createRegionBroker``).
+
+The core receives only its slice of the configuration, as plain values and records: policies
+per destination (``policies``), memory, store and temp limits, the duplicate-detection window,
+whether advisories and the scheduler are on.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ferrymq.config.model import BrokerConfig
+from ferrymq.core.region import RegionBroker
+from ferrymq.core.usage import UsageLimits
+from ferrymq.service.policies import PolicyResolver
+
+
+def _physical_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def create_region(config: BrokerConfig, broker_id: str, incarnation: str) -> RegionBroker:
+    usage = config.system_usage
+    return RegionBroker(
+        broker_id,
+        config.broker_name,
+        incarnation=incarnation,
+        policies=PolicyResolver(config),
+        usage_limits=UsageLimits(
+            memory_bytes=usage.effective_memory_limit(_physical_memory()),
+            store_bytes=usage.store_limit,
+            temp_bytes=usage.temp_limit,
+        ),
+        duplicate_window=config.duplicate_window,
+        advisory_support=config.advisory_support,
+        scheduler_support=config.scheduler_support,
+    )
