@@ -22,10 +22,8 @@ import pwd
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +32,8 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+
+from ferrymq.testing import free_port, wait_until_blocking
 
 SUPERUSER = "postgres"
 OS_USER = "postgres"
@@ -109,13 +109,6 @@ def _run(command: list[str], what: str, log: Path | None = None) -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @dataclass(frozen=True)
 class PostgresDatabase:
     """A test's own schema in the session's test database, named by its url's search_path.
@@ -163,13 +156,13 @@ class PostgresDatabase:
         """
         column = "pid" if isinstance(who, int) else "application_name"
         query = f"SELECT 1 FROM pg_stat_activity WHERE {column} = %s AND wait_event_type = 'Lock'"
-        deadline = time.monotonic() + timeout_s
         with self.connect() as db:
-            while time.monotonic() < deadline:
-                if db.execute(query.encode(), (who,)).fetchone() is not None:
-                    return
-                time.sleep(0.005)
-        raise AssertionError(f"backend {who} did not start waiting for a lock in {timeout_s} s")
+            wait_until_blocking(
+                lambda: db.execute(query.encode(), (who,)).fetchone() is not None,
+                timeout_s,
+                f"backend {who} to wait for a lock",
+                interval_s=0.005,
+            )
 
 
 @dataclass
@@ -255,7 +248,7 @@ def start_postgres() -> PostgresServer:
         conf = server.data / "postgresql.conf"
         original = conf.read_text()
         for attempt in itertools.count(1):
-            server.port = _free_port()
+            server.port = free_port()
             conf.write_text(original + _SETTINGS.format(port=server.port))
             try:
                 _run(

@@ -12,7 +12,8 @@ from typing import Any
 from ferrymq.admin.api import ROUTES
 from ferrymq.admin.routing import Router
 from ferrymq.client import Subscription, connect
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.admin.fake_broker import FakeBroker
 
 WAIT_S = 15.0

@@ -13,7 +13,8 @@ import pytest
 
 from ferrymq.cli.main import main
 from ferrymq.client import connect
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import wait_until
+from ferrymq.testing.network import BrokerNetwork
 
 WAIT_S = 15.0
 

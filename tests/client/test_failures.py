@@ -10,8 +10,7 @@ import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import BrokerErrorFrame, ConnectionClosed, connect
-from ferrymq.testing import broker_config, running_broker
-from tests.client.conftest import wait_until
+from ferrymq.testing import broker_config, running_broker, wait_until
 
 
 async def test_an_error_frame_carries_the_brokers_message(url: str) -> None:
@@ -54,12 +53,12 @@ async def test_queued_messages_are_delivered_before_the_close(url: str) -> None:
     await conn.close()
 
 
-async def test_a_broker_shutdown_surfaces_in_consumers(broker: Broker, url: str) -> None:
+async def test_a_broker_shutdown_surfaces_in_consumers(memory_broker: Broker, url: str) -> None:
     conn = await connect(url)
     sub = await conn.subscribe("/queue/shutdown")
     waiting = asyncio.create_task(sub.get())
     await asyncio.sleep(0)
-    await broker.stop()
+    await memory_broker.stop()
     with pytest.raises(ConnectionClosed, match="closed the connection"):
         await waiting
     with pytest.raises(ConnectionClosed):
@@ -80,7 +79,7 @@ async def test_heart_beats_keep_an_idle_connection_alive(url: str) -> None:
             stats = conn.statistics().transport
             return stats.heart_beats_sent >= 5 and stats.heart_beats_received >= 5
 
-        await wait_until(beats_both_ways)
+        await wait_until(beats_both_ways, 5.0, "5 heart-beats each way")
         assert not conn.closed
         sub = await conn.subscribe("/queue/alive")
         await conn.send("/queue/alive", "still here")

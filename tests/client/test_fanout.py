@@ -19,8 +19,8 @@ from ferrymq.client import (
     connect,
 )
 from ferrymq.client.fanout import FanoutTransport
-from ferrymq.testing import free_port
-from ferrymq.testing.network import BrokerNetwork, receive_all, wait_until
+from ferrymq.testing import free_port, wait_until
+from ferrymq.testing.network import BrokerNetwork, receive_all
 from ferrymq.testing.scripted import Direction, ScriptedStompServer
 
 WAIT_S = 10.0

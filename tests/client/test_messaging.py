@@ -9,7 +9,8 @@ import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import BrokerErrorFrame, Connection, SubscriptionClosedError, connect
-from tests.client.conftest import broker_config, browse
+from ferrymq.testing import broker_config
+from tests.client.conftest import browse
 
 
 async def test_send_with_receipt_then_receive(conn: Connection) -> None:

@@ -12,6 +12,7 @@ from typing import Protocol, TypeVar
 
 from ferrymq.client import DiscoveryAgent, DiscoveryListener
 from ferrymq.client.discovery import agent_for
+from ferrymq.testing import wait_until
 from ferrymq.util.uri import parse_uri
 
 WAIT_S = 15.0
@@ -61,14 +62,9 @@ class Recorder:
 
     async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
         """Until ``predicate`` holds, woken by each event; fails after ``WAIT_S``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + WAIT_S
-        while not predicate():
-            self._changed.clear()
-            try:
-                await asyncio.wait_for(self._changed.wait(), deadline - loop.time())
-            except TimeoutError:
-                raise AssertionError(f"timed out waiting for {what}: {self.events}") from None
+        await wait_until(
+            predicate, WAIT_S, what, changed=self._changed, detail=lambda: f"{self.events}"
+        )
 
 
 @asynccontextmanager

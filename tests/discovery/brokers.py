@@ -15,8 +15,8 @@ from pathlib import Path
 
 from ferrymq.client import Connection, DiscoveryAgent, Subscription, connect
 from ferrymq.client.discovery import DiscoveryTransport
-from ferrymq.testing import BrokerProcess, free_port
-from ferrymq.testing.network import receive_all, wait_until
+from ferrymq.testing import BrokerProcess, free_port, wait_until
+from ferrymq.testing.network import receive_all
 from tests.discovery.agents import ListingAgent, Recorder, running_agent
 
 QUEUE = "/queue/discovered"

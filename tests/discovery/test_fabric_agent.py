@@ -16,8 +16,7 @@ import pytest
 
 from ferrymq.discovery.fabric import FabricDiscoveryAgent
 from ferrymq.discovery.fabric_options import PASSWORD_ENV, REGISTRY_ENV
-from ferrymq.testing import free_port
-from ferrymq.testing.network import wait_until
+from ferrymq.testing import free_port, wait_until
 from ferrymq.testing.scripted import ScriptedStompServer
 from tests.discovery.agents import WAIT_S, Recorder, advertising_process
 from tests.discovery.fabric_registry import RegistrySchema, registry_schema, running_agent

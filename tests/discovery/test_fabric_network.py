@@ -11,8 +11,8 @@ import pytest
 
 from ferrymq.client import connect
 from ferrymq.service.broker import BrokerStartError
-from ferrymq.testing import broker_config, free_port, running_broker
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import broker_config, free_port, running_broker, wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.discovery.fabric_registry import registry_schema
 from tests.network.conftest import WAIT_S
 from tests.network.test_multicast_network import mesh_member, remote_brokers

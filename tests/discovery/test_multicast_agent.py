@@ -26,7 +26,7 @@ from ferrymq.client.discovery import agent_for
 from ferrymq.discovery import datagram
 from ferrymq.discovery.multicast import MulticastDiscoveryAgent, open_socket
 from ferrymq.discovery.multicast_options import multicast_options
-from ferrymq.testing.network import wait_until
+from ferrymq.testing import free_port, wait_until
 from ferrymq.util.uri import parse_uri
 from tests.discovery import agents
 from tests.discovery.agents import WAIT_S as WAIT_S  # re-exported: older tests import them here
@@ -37,20 +37,13 @@ _AGENT_PROCESS = agents.AGENT_PROCESS
 _tests = itertools.count()
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def fresh_agent_uri(keep_alive_ms: int = 100, extra: str = "") -> str:
     """A multicast agent URI that no other test, or test run, shares, pinned to ``lo``."""
     n = next(_tests)
     group = f"ferrymq-test-{os.getpid()}-{n}"
     address = f"239.255.{43 + n // 250}.{1 + n % 250}"
     return (
-        f"multicast://{address}:{free_udp_port()}?group={group}&networkInterface=lo"
+        f"multicast://{address}:{free_port(udp=True)}?group={group}&networkInterface=lo"
         f"&keepAliveInterval={keep_alive_ms}{extra}"
     )
 

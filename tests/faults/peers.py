@@ -22,6 +22,7 @@ from typing import Any
 from stomp.exception import StompException
 
 import stomp
+from ferrymq.testing import wait_until_blocking
 
 CONNECT_TIMEOUT_S = 2.0
 """How long one attempt waits for CONNECTED (a paused broker accepts TCP but never answers)."""
@@ -128,13 +129,10 @@ class Peer:
     # -- connection management (the test's threads) -----------------------------------------
 
     def wait_for(self, predicate: Callable[[], bool], deadline: float, what: str) -> None:
-        """Wait until ``predicate()`` (checked under the lock) holds, or fail at ``deadline``."""
-        with self.cond:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise AssertionError(f"{self.name}: timed out waiting for {what}")
-                self.cond.wait(min(remaining, 0.1))
+        """Wait until ``predicate()`` (checked under the lock) holds, or fail at ``deadline``
+        (``time.monotonic()``)."""
+        timeout_s = max(0.0, deadline - time.monotonic())
+        wait_until_blocking(predicate, timeout_s, f"{self.name}: {what}", changed=self.cond)
 
     def open(self, deadline: float) -> None:
         """Connect (again), retrying until ``deadline``; then restore the session (``opened``)."""

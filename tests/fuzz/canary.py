@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import stomp
+from ferrymq.testing import wait_until_blocking
 
 WAIT_S = 10.0
 
@@ -55,14 +55,16 @@ class Collector:
             self.cond.notify_all()
 
     def wait(self, predicate: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            while not predicate():
-                assert not self.errors, f"ERROR while waiting for {what}: {self.errors}"
-                assert not self.disconnected, f"disconnected while waiting for {what}"
-                remaining = deadline - time.monotonic()
-                assert remaining > 0, f"no {what} within {timeout_s} s"
-                self.cond.wait(remaining)
+        """Until ``predicate`` holds; an ERROR frame or a disconnect fails at once."""
+
+        def done() -> bool:
+            if predicate():
+                return True
+            assert not self.errors, f"ERROR while waiting for {what}: {self.errors}"
+            assert not self.disconnected, f"disconnected while waiting for {what}"
+            return False
+
+        wait_until_blocking(done, timeout_s, what, changed=self.cond)
 
 
 def connect(port: int, collector: Collector) -> Any:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.model import BrokerConfig
-from ferrymq.testing import BrokerThread
+from ferrymq.testing import BrokerThread, wait_until_blocking
 
 from . import frame_faults, session_faults
 from .canary import Canary, Collector, connect, disconnect
@@ -179,15 +179,18 @@ class ErrorCatalogue:
 
 def wait_connections(broker: BrokerThread, count: int, timeout_s: float = 10.0) -> None:
     """Every fuzz connection is gone from the broker's books (none leaked)."""
-    deadline = time.monotonic() + timeout_s
 
     def open_count() -> int:
         assert broker.broker is not None
         return len(broker.broker.service.connections)
 
-    while (left := broker.call(open_count)) != count:
-        assert time.monotonic() < deadline, f"{left} connections open, expected {count}"
-        time.sleep(0.02)
+    wait_until_blocking(
+        lambda: broker.call(open_count) == count,
+        timeout_s,
+        f"{count} connection(s) open",
+        detail=lambda: f"{broker.call(open_count)} open",
+        interval_s=0.02,
+    )
 
 
 def test_malformed_input_is_refused_and_harms_no_one(

@@ -1,22 +1,18 @@
-"""Lease lockers on the test's own schema, with intervals short enough to watch leases expire;
-starting a group of broker processes, finding who took over, and talking to it."""
+"""Lease lockers on the test's own schema, with intervals short enough to watch leases expire,
+and a stomp.py client to talk to whoever took over (the groups themselves are started with
+``ferrymq.testing``'s ``broker_group``, ``start_group`` and ``wait_for_master``)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
-import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from pathlib import Path
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
 
 import pytest
 
 import stomp
 from ferrymq.ha.lease import LeaseDatabaseLocker
-from ferrymq.testing import BrokerProcess
 from tests.interop.conftest import Collector
 from tests.postgres import PostgresDatabase
 
@@ -98,48 +94,6 @@ def slave_watch() -> Iterator[SlaveWatch]:
     finally:
         logger.removeHandler(watch)
         logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def broker_group(
-    tmp_path: Path, config_xml: str, names: Sequence[str]
-) -> Iterator[list[BrokerProcess]]:
-    """One broker process per name on the same configuration, each in its own data directory
-    under ``tmp_path``, not started yet; all SIGKILLed on the way out, whatever happened."""
-    brokers = [BrokerProcess(tmp_path / name, name=name, config_xml=config_xml) for name in names]
-    try:
-        yield brokers
-    finally:
-        for broker in brokers:
-            broker.kill()
-
-
-def start_group(brokers: Sequence[BrokerProcess]) -> None:
-    """The first broker becomes master; each of the others waits as its slave."""
-    brokers[0].start()
-    for broker in brokers[1:]:
-        broker.start(as_slave=True)
-
-
-def wait_for_master(brokers: Sequence[BrokerProcess], timeout_s: float = 20.0) -> BrokerProcess:
-    """The first of ``brokers`` to report that it serves (after its master was killed)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for broker in brokers:
-            if broker.wait_for_state("master", timeout_s=0.05):
-                return broker
-    raise AssertionError(
-        "no broker took over: " + "".join(line for b in brokers for line in b.output[-5:])
-    )
-
-
-def listening(port: int) -> bool:
-    """Whether a broker accepts connections on ``port`` (only a master listens)."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def stomp_client(port: int) -> tuple[stomp.Connection12, Collector]:

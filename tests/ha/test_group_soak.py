@@ -15,8 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ferrymq.client import Connection, Subscription, connect
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import broker_group, start_group, wait_for_master
+from ferrymq.testing import BrokerProcess, broker_group, start_group, wait_for_master, wait_until
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_pure_master_slave import MASTER, slave_config
 from tests.ha.test_shared_file_group import group_config as shared_file_group
@@ -45,10 +44,13 @@ class Tally:
             self._changed.set()
 
     async def until(self, done: Callable[[], bool], within_s: float = 60.0) -> None:
-        async with asyncio.timeout(within_s):
-            while not done():
-                self._changed.clear()
-                await self._changed.wait()
+        await wait_until(
+            done,
+            within_s,
+            "the messages awaited",
+            changed=self._changed,
+            detail=lambda: f"{len(self.counts)} distinct bodies received",
+        )
 
 
 async def produce(connection: Connection, bodies: list[str], queue: str = "/queue/soak") -> None:

@@ -6,8 +6,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import listening, stomp_client
+from ferrymq.testing import BrokerProcess, listening
+from tests.ha.conftest import stomp_client
 
 MASTER = """<broker xmlns="http://activemq.apache.org/schema/core" brokerName="master"
   waitForSlave="true" shutdownOnSlaveFailure="false"/>"""

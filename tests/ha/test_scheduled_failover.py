@@ -20,8 +20,7 @@ from pathlib import Path
 
 from ferrymq.client import Connection, Subscription, connect
 from ferrymq.core.scheduler import DELAY, JOB_ID, PERIOD, REPEAT
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import broker_group, start_group, wait_for_master
+from ferrymq.testing import BrokerProcess, broker_group, start_group, wait_for_master
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_shared_file_group import group_config as shared_file_group
 from tests.postgres import PostgresDatabase

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import broker_group, listening, start_group, stomp_client, wait_for_master
+from ferrymq.testing import BrokerProcess, broker_group, listening, start_group, wait_for_master
+from tests.ha.conftest import stomp_client
 
 INTERVAL_MS = 200
 

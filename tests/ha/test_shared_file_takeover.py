@@ -10,7 +10,6 @@ open, and SQLite's lock on the database (held in EXCLUSIVE locking mode) keeps i
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +18,8 @@ import pytest
 import stomp
 from ferrymq.store.lockfile import LockFile
 from ferrymq.store.sqlite import HOLD_BEFORE_COMMIT_ENV
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import WAIT_S, listening, stomp_client, wait_for_master
+from ferrymq.testing import BrokerProcess, listening, wait_for_master, wait_until_blocking
+from tests.ha.conftest import WAIT_S, stomp_client
 from tests.ha.test_shared_file_group import INTERVAL_MS, group_config
 from tests.interop.conftest import Collector
 
@@ -45,20 +44,24 @@ class Hold:
 
     def wait_held(self, timeout_s: float = WAIT_S) -> None:
         """Until a transaction, its writes applied, waits at the hold."""
-        deadline = time.monotonic() + timeout_s
-        while not self.held.exists():
-            assert time.monotonic() < deadline, f"no transaction reached the hold {self.path}"
-            time.sleep(0.01)
+        wait_until_blocking(
+            self.held.exists, timeout_s, f"a transaction to reach the hold {self.path}"
+        )
 
 
 def wait_for_line(broker: BrokerProcess, text: str, timeout_s: float = WAIT_S) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for line in list(broker.output):
-            if text in line:
-                return line
-        time.sleep(0.02)
-    raise AssertionError(f"{broker.name} never said {text!r}:\n" + "".join(broker.output[-20:]))
+    def said() -> str | None:
+        return next((line for line in list(broker.output) if text in line), None)
+
+    wait_until_blocking(
+        lambda: said() is not None,
+        timeout_s,
+        f"{broker.name} to say {text!r}",
+        detail=lambda: "".join(broker.output[-20:]),
+    )
+    line = said()
+    assert line is not None
+    return line
 
 
 def alive(broker: BrokerProcess) -> bool:
@@ -122,7 +125,7 @@ def stored_bodies(port: int) -> list[str]:
     consumer.send(QUEUE, "sentinel", headers={"persistent": "true", "receipt": "s"})
     received.wait_receipt("s")
     consumer.subscribe(QUEUE, id="all", ack="auto")
-    assert received.wait_for(lambda: any(m.body == "sentinel" for m in received.messages))
+    received.wait_for(lambda: any(m.body == "sentinel" for m in received.messages), "the sentinel")
     consumer.disconnect()
     bodies = [m.body for m in received.messages]
     return bodies[: bodies.index("sentinel")]
@@ -214,8 +217,12 @@ def test_an_idle_master_notices_its_lost_lock_file_even_without_keep_alive(
         ]
         return master if len(started) > 1 else None
 
-    deadline = time.monotonic() + WAIT_S
-    while (successor := serving()) is None:
-        assert time.monotonic() < deadline, "".join(master.output[-10:] + slave.output[-10:])
-        time.sleep(0.02)
+    wait_until_blocking(
+        lambda: serving() is not None,
+        WAIT_S,
+        "the slave, or the stepped-down master, to serve",
+        detail=lambda: "".join(master.output[-10:] + slave.output[-10:]),
+    )
+    successor = serving()
+    assert successor is not None
     assert stored_bodies(successor.port) == [f"m-{i}" for i in range(RECEIPTED)]

@@ -22,8 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ferrymq.client import connect
-from ferrymq.testing import BrokerProcess
-from tests.ha.conftest import broker_group, start_group, wait_for_master
+from ferrymq.testing import BrokerProcess, broker_group, start_group, wait_for_master
 from tests.ha.test_group_soak import Tally, produce
 from tests.ha.test_jdbc_group import group_config as database_group
 from tests.ha.test_shared_file_group import group_config as shared_file_group

@@ -12,7 +12,7 @@ import pytest
 
 import stomp
 from ferrymq.core.destination import Destination
-from ferrymq.testing import BrokerThread, broker_config
+from ferrymq.testing import BrokerThread, broker_config, wait_until_blocking
 
 WAIT_S = 5.0
 
@@ -47,21 +47,25 @@ class Collector(stomp.ConnectionListener):  # type: ignore[misc]
             self.disconnected = True
             self.cond.notify_all()
 
-    def wait_for(self, predicate: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-        with self.cond:
-            return self.cond.wait_for(predicate, timeout)
+    def wait_for(self, predicate: Callable[[], bool], what: str, timeout: float = WAIT_S) -> None:
+        """Until ``predicate`` (read under the listener's lock) holds, woken by each frame."""
+        wait_until_blocking(predicate, timeout, what, changed=self.cond, detail=self._errors)
 
     def wait_messages(self, count: int, timeout: float = WAIT_S) -> list[Any]:
-        assert self.wait_for(lambda: len(self.messages) >= count, timeout), (
-            f"expected {count} messages, got {len(self.messages)}: "
-            f"{[m.body for m in self.messages]}"
+        wait_until_blocking(
+            lambda: len(self.messages) >= count,
+            timeout,
+            f"{count} messages",
+            changed=self.cond,
+            detail=lambda: f"got {len(self.messages)}: {[m.body for m in self.messages]}",
         )
         return list(self.messages)
 
     def wait_receipt(self, receipt_id: str, timeout: float = WAIT_S) -> None:
-        assert self.wait_for(lambda: receipt_id in self.receipts, timeout), (
-            f"no RECEIPT {receipt_id}; errors: {[e.headers for e in self.errors]}"
-        )
+        self.wait_for(lambda: receipt_id in self.receipts, f"RECEIPT {receipt_id}", timeout)
+
+    def _errors(self) -> str:
+        return f"errors: {[e.headers for e in self.errors]}"
 
     def quiet_for(self, seconds: float) -> list[Any]:
         """Messages that arrived within ``seconds`` (used to check that nothing more came)."""

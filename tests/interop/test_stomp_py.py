@@ -158,10 +158,10 @@ def test_selectors_on_string_and_numeric_headers(clients: Clients) -> None:
 def test_bad_selector_is_an_error_naming_the_position(clients: Clients) -> None:
     conn, listener = clients.connect()
     conn.subscribe("/queue/x", id="s", ack="auto", headers={"selector": "a >< 1"})
-    assert listener.wait_for(lambda: bool(listener.errors))
+    listener.wait_for(lambda: bool(listener.errors), "an ERROR frame")
     text = listener.errors[0].headers["message"]
     assert "position" in text
-    assert listener.wait_for(lambda: listener.disconnected)
+    listener.wait_for(lambda: listener.disconnected, "the broker to close the connection")
 
 
 def test_durable_subscription_survives_disconnect_and_unsubscribe_destroys_it(
@@ -238,9 +238,12 @@ def test_temporary_queue_request_reply(clients: Clients) -> None:
     (reply,) = requester_listener.wait_messages(1)
     assert reply.body == "pong"
     assert reply.headers["destination"] == "/temp-queue/replies"
-    requester.disconnect()
+    # stomp.py's disconnect() does not wait for its receipt; the broker sends it only after it
+    # has forgotten the connection and deleted its temporary queue.
+    requester.disconnect(receipt="bye")
+    requester_listener.wait_receipt("bye")
     responder.send(reply_to, "late", headers={"receipt": "late"})
-    assert responder_listener.wait_for(lambda: bool(responder_listener.errors))
+    responder_listener.wait_for(lambda: bool(responder_listener.errors), "an ERROR frame")
 
 
 def test_higher_priority_first_and_expired_never(clients: Clients) -> None:
@@ -333,7 +336,7 @@ def test_exclusive_consumer_and_message_groups(clients: Clients) -> None:
     l2.wait_receipt("2")
     for i in range(10):
         g1.send("/queue/groups", str(i), headers={"JMSXGroupID": f"G{i % 2}"})
-    assert l1.wait_for(lambda: len(l1.messages) + len(l2.messages) == 10)
+    l1.wait_for(lambda: len(l1.messages) + len(l2.messages) == 10, "10 messages in all")
     groups_1 = {m.headers["JMSXGroupID"] for m in l1.messages}
     groups_2 = {m.headers["JMSXGroupID"] for m in l2.messages}
     assert groups_1.isdisjoint(groups_2)
@@ -386,7 +389,7 @@ def test_disconnect_receipt(clients: Clients) -> None:
 def test_unknown_destination_prefix_is_an_error(clients: Clients) -> None:
     conn, listener = clients.connect()
     conn.send("/nowhere/x", "lost?")
-    assert listener.wait_for(lambda: bool(listener.errors))
+    listener.wait_for(lambda: bool(listener.errors), "an ERROR frame")
     assert "/nowhere/x" in listener.errors[0].headers["message"]
 
 

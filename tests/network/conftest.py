@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ferrymq.client import Message
-from ferrymq.testing.network import wait_until
+from ferrymq.testing import wait_until
 
 BROKER_PATH = "JMSActiveMQBrokerPath"
 WAIT_S = 15.0

@@ -28,9 +28,8 @@ from pathlib import Path
 import pytest
 
 from ferrymq.client import Connection, ConnectionClosed, Message, StaticDiscoveryAgent, connect
-from ferrymq.testing import BrokerProcess
-from ferrymq.testing.brokers import free_port
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import BrokerProcess, WaitTimeoutError, free_port, wait_until
+from ferrymq.testing.network import BrokerNetwork
 
 pytestmark = pytest.mark.slow
 
@@ -151,15 +150,12 @@ class RawConsumer:
             self.violations.append(f"{body}: delivered again without redelivered:true")
 
     async def until(self, done: Callable[[], bool], within_s: float = WAIT_S) -> None:
-        async with asyncio.timeout(within_s):
-            while not done():
-                self._changed.clear()
-                await self._changed.wait()
+        await wait_until(done, within_s, "the deliveries awaited", changed=self._changed)
 
     async def quiet(self) -> None:
         """Nothing more arrives for ``QUIET_S``."""
         before = sum(self.deliveries.values())
-        with pytest.raises(TimeoutError):
+        with pytest.raises(WaitTimeoutError):
             await self.until(lambda: sum(self.deliveries.values()) > before, QUIET_S)
 
 

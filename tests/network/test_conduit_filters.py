@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ferrymq.client import Connection, Message, connect
-from ferrymq.testing.network import BrokerNetwork, receive_all, wait_until
+from ferrymq.testing import wait_until
+from ferrymq.testing.network import BrokerNetwork, receive_all
 from tests.network.conftest import counts
 
 NO_CONDUIT = 'conduitSubscriptions="false"'

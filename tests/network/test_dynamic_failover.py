@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from ferrymq.client import Connection, connect
-from ferrymq.testing import BrokerProcess
-from ferrymq.testing.brokers import free_port
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import BrokerProcess, free_port, wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.network.conftest import quiet
 
 CLUSTER = 'updateClusterClients="true"'

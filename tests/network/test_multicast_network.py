@@ -14,21 +14,11 @@ from pathlib import Path
 import pytest
 
 from ferrymq.client import connect
-from ferrymq.testing import BrokerProcess
-from ferrymq.testing.brokers import free_port
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import BrokerProcess, free_port, wait_until
+from ferrymq.testing.network import BrokerNetwork
 from tests.network.conftest import WAIT_S
 
 _groups = itertools.count()
-
-
-def free_udp_port() -> int:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def fresh_agent_uri(scheme: str = "multicast") -> str:
@@ -37,7 +27,7 @@ def fresh_agent_uri(scheme: str = "multicast") -> str:
     if scheme == "zeroconf":
         return f"zeroconf://{group}?networkInterface=lo&amp;ttl=2&amp;initialReconnectDelay=200"
     return (
-        f"multicast://239.255.42.42:{free_udp_port()}?group={group}"
+        f"multicast://239.255.42.42:{free_port(udp=True)}?group={group}"
         "&amp;networkInterface=lo&amp;keepAliveInterval=100&amp;initialReconnectDelay=200"
     )
 

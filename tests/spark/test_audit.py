@@ -14,7 +14,8 @@ from pyspark.sql import functions as sf
 from ferrymq.cli.main import main
 from ferrymq.client import connect
 from ferrymq.spark.audit_job import run_audit
-from ferrymq.testing.network import BrokerNetwork, wait_until
+from ferrymq.testing import wait_until
+from ferrymq.testing.network import BrokerNetwork
 
 QUEUE = "/queue/TEST.FOO"
 QUEUE_NAME = "TEST.FOO"

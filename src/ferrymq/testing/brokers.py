@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from ferrymq.broker import Broker
 from ferrymq.config.activemq_xml import parse_config
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.model import BrokerConfig
+from ferrymq.testing.waiting import wait_until_blocking
 
 STARTUP_TIMEOUT_S = 30.0
 
@@ -122,12 +122,24 @@ class BrokerThread:
         self.stop()
 
 
-def free_port() -> int:
-    """A port free right now on 127.0.0.1 (for a broker that must come back on the same port)."""
-    with socket.socket() as sock:
+def free_port(*, udp: bool = False) -> int:
+    """A port free right now on 127.0.0.1 (for a broker that must come back on the same port;
+    with ``udp``, a UDP port, for a multicast discovery group)."""
+    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
+    with socket.socket(socket.AF_INET, kind) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def listening(port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something accepts connections on 127.0.0.1 ``port`` now (of a master/slave
+    group, only the master listens)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
 
 
 class BrokerProcess:
@@ -277,15 +289,12 @@ class BrokerProcess:
         return self.start()
 
     def wait_until_listening(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with (
-                contextlib.suppress(OSError),
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
-            ):
-                return
-            time.sleep(0.05)
-        raise TimeoutError(f"broker {self.name} is not listening on {self.port}")
+        wait_until_blocking(
+            lambda: listening(self.port, timeout_s=0.5),
+            timeout_s,
+            f"broker {self.name} to listen on {self.port}",
+            interval_s=0.05,
+        )
 
     def __enter__(self) -> BrokerProcess:
         return self.start()

@@ -16,8 +16,7 @@ broker attributes say otherwise.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Self
@@ -27,6 +26,7 @@ from ferrymq.client import Message, Subscription, connect
 from ferrymq.config.model import AdminConfig, MessageTraceConfig
 from ferrymq.core.destination import Destination
 from ferrymq.testing.brokers import broker_config, free_port
+from ferrymq.testing.waiting import WaitTimeoutError, wait_until
 
 _XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core"
   brokerName="{name}" {attributes}><networkConnectors>{connectors}</networkConnectors>
@@ -188,15 +188,6 @@ class BrokerNetwork:
         return bodies
 
 
-async def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll ``predicate`` every 20 ms; raise TimeoutError naming ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 async def receive_all(
     subscriptions: Mapping[str, Subscription],
     expected: int,
@@ -206,7 +197,7 @@ async def receive_all(
 ) -> dict[str, list[Message]]:
     """Take (and acknowledge) what the subscriptions receive until ``expected`` messages came
     in all, then for ``quiet_s`` more, so exact counts can be asserted: a duplicate or a stray
-    message arriving late is counted too. Raises TimeoutError, with the counts so far, when
+    message arriving late is counted too. Raises WaitTimeoutError, with the counts so far, when
     fewer than ``expected`` arrive within ``timeout_s``."""
     received: dict[str, list[Message]] = {name: [] for name in subscriptions}
 
@@ -219,7 +210,7 @@ async def receive_all(
     def counts() -> str:
         return ", ".join(f"{name}={len(messages)}" for name, messages in received.items())
 
-    timed_out: TimeoutError | None = None
+    timed_out: WaitTimeoutError | None = None
     async with asyncio.TaskGroup() as group:
         readers = [group.create_task(take(n, s)) for n, s in subscriptions.items()]
         try:
@@ -227,13 +218,14 @@ async def receive_all(
                 lambda: sum(len(m) for m in received.values()) >= expected,
                 timeout_s,
                 f"{expected} message(s)",
+                detail=lambda: f"received: {counts()}",
             )
             await asyncio.sleep(quiet_s)  # the bounded quiet period: nothing more may come
-        except TimeoutError as exc:
+        except WaitTimeoutError as exc:
             timed_out = exc  # raised outside the group, which would wrap it
         finally:
             for reader in readers:
                 reader.cancel()
     if timed_out is not None:
-        raise TimeoutError(f"{timed_out} (received: {counts()})")
+        raise timed_out
     return received

@@ -31,6 +31,7 @@ from ferrymq.stomp.errors import RemoteProtocolError
 from ferrymq.stomp.frame import Frame, HeartBeat
 from ferrymq.stomp.limits import Limits
 from ferrymq.stomp.parser import FrameParser
+from ferrymq.testing.waiting import wait_until_blocking
 
 READ_BYTES = 64 * 1024
 WAIT_S = 15.0
@@ -139,12 +140,13 @@ class ScriptedStompServer:
         asyncio.run_coroutine_threadsafe(coro, self._loop).result(WAIT_S)
 
     def _wait(self, done: Callable[[], bool], timeout_s: float, what: str) -> None:
-        with self._changed:
-            if not self._changed.wait_for(done, timeout_s):
-                raise AssertionError(
-                    f"scripted server: waited {timeout_s} s for {what}; accepted "
-                    f"{self.accepted}, scripted closes on {self.closed_on}"
-                )
+        wait_until_blocking(
+            done,
+            timeout_s,
+            f"scripted server: {what}",
+            changed=self._changed,
+            detail=lambda: f"accepted {self.accepted}, scripted closes on {self.closed_on}",
+        )
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)

@@ -7,14 +7,14 @@ prints that it started) so the test's event loop keeps serving the clients meanw
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from ferrymq.broker import Broker
 from ferrymq.client import Connection
-from ferrymq.testing import BrokerProcess, broker_config, free_port, running_broker
+from ferrymq.testing import BrokerProcess, broker_config, free_port, running_broker, wait_until
 from ferrymq.testing.scripted import ScriptedStompServer
 
 
@@ -91,20 +91,17 @@ class Watcher:
         self._changed.set()
 
     async def interruptions(self, count: int, within_s: float = 15.0) -> None:
-        await self._until(lambda: len(self.interrupted_at) >= count, within_s)
+        await wait_until(
+            lambda: len(self.interrupted_at) >= count,
+            within_s,
+            f"{count} interruption(s)",
+            changed=self._changed,
+        )
 
     async def resumptions(self, count: int, within_s: float = 15.0) -> None:
-        await self._until(lambda: len(self.resumed_at) >= count, within_s)
-
-    async def _until(self, condition: Callable[[], bool], within_s: float) -> None:
-        async with asyncio.timeout(within_s):
-            while not condition():
-                self._changed.clear()
-                await self._changed.wait()
-
-
-async def wait_until(condition: Callable[[], bool], within_s: float = 10.0) -> None:
-    """Poll a statistic, which has no event to wait on; fail the test at the deadline."""
-    async with asyncio.timeout(within_s):
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+        await wait_until(
+            lambda: len(self.resumed_at) >= count,
+            within_s,
+            f"{count} resumption(s)",
+            changed=self._changed,
+        )

@@ -11,8 +11,8 @@ import itertools
 import pytest
 
 from ferrymq.client import ConnectAttempt, ConnectFailedError, connect
-from ferrymq.testing import free_port
-from tests.client.failover.conftest import Brokers, Watcher, wait_until
+from ferrymq.testing import free_port, wait_until
+from tests.client.failover.conftest import Brokers, Watcher
 
 EARLY_S = 0.010
 """A timer may fire this much early (clock granularity)."""
@@ -68,7 +68,11 @@ async def test_2_reconnect_waits_the_initial_delay_and_puts_the_failed_broker_la
         attempts = connection.statistics().transport.connect_attempts
         return [x for x in attempts if x.started_at >= watcher.interrupted_at[0]]
 
-    await wait_until(lambda: {x.pass_number for x in passes_after_drop()} >= {1, 2, 3, 4})
+    await wait_until(
+        lambda: {x.pass_number for x in passes_after_drop()} >= {1, 2, 3, 4},
+        10.0,
+        "4 passes over the list",
+    )
     await brokers.restart(a)
     await watcher.resumptions(1)
     attempts = tuple(passes_after_drop())

@@ -7,7 +7,8 @@ import pytest
 
 from ferrymq.client import Connection, Subscription, connect
 from ferrymq.client.failover import FailoverTransport
-from tests.client.failover.conftest import Brokers, Watcher, wait_until
+from ferrymq.testing import wait_until
+from tests.client.failover.conftest import Brokers, Watcher
 
 PROBE = "initialReconnectDelay=50&maxReconnectDelay=200"
 
@@ -76,7 +77,7 @@ async def test_4_backup_fails_over_without_the_reconnect_delay(
     connection = await connect(url, client_id=client_id)
     watcher = Watcher(connection)
     subscription = await connection.subscribe("/queue/backup", ack="client-individual")
-    await wait_until(lambda: connection.statistics().transport.standbys == 1)
+    await wait_until(lambda: connection.statistics().transport.standbys == 1, 10.0, "1 standby")
     a.kill()
     await watcher.resumptions(1)
     # Without the standby the first attempt would come after initialReconnectDelay (5 s).
@@ -96,14 +97,14 @@ async def test_4_backup_pool_is_refilled_after_a_failover(brokers: Brokers) -> N
     url = f"failover:({a.url},{b.url},{c.url})?randomize=false&backup=true&backupPoolSize=2"
     connection = await connect(url)
     watcher = Watcher(connection)
-    await wait_until(lambda: connection.statistics().transport.standbys == 2)
+    await wait_until(lambda: connection.statistics().transport.standbys == 2, 10.0, "2 standbys")
     a.kill()
     await watcher.resumptions(1)
     assert connection.remote_url in (b.url, c.url)
     # One standby left (the other broker); the killed one is not there to take its place.
-    await wait_until(lambda: connection.statistics().transport.standbys == 1)
+    await wait_until(lambda: connection.statistics().transport.standbys == 1, 10.0, "1 standby")
     await brokers.restart(a)
-    await wait_until(lambda: connection.statistics().transport.standbys == 2)
+    await wait_until(lambda: connection.statistics().transport.standbys == 2, 10.0, "2 standbys")
     await connection.disconnect()
 
 
@@ -119,10 +120,14 @@ async def test_4_a_socket_only_standby_is_renewed_before_the_broker_drops_it(
     transport = connection._transport
     assert isinstance(transport, FailoverTransport)
     transport.standbys.refresh_s = 0.2
-    await wait_until(lambda: len(transport.standbys) == 1)
+    await wait_until(lambda: len(transport.standbys) == 1, 10.0, "1 standby")
     (first,) = transport.standbys.candidates()
     assert first.connected is None  # a TCP socket, no STOMP session yet
-    await wait_until(lambda: transport.standbys.candidates() not in ([], [first]))
+    await wait_until(
+        lambda: transport.standbys.candidates() not in ([], [first]),
+        10.0,
+        "the standby's STOMP session",
+    )
     watcher = Watcher(connection)
     a.kill()
     await watcher.resumptions(1)

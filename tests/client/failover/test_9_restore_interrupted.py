@@ -20,8 +20,8 @@ import pytest
 from ferrymq.broker import Broker
 from ferrymq.client import Connection, ConnectionClosed, Subscription, connect
 from ferrymq.client.failover.reconnect import Reconnector
+from ferrymq.testing import wait_until
 from ferrymq.testing.scripted import CloseOn, Forward, Refuse, ScriptedStompServer
-from tests.client.failover.conftest import wait_until
 
 QUEUE = "/queue/RESTORE"
 FAST = "initialReconnectDelay=10&maxReconnectDelay=100"
@@ -95,7 +95,9 @@ async def test_a_promoted_backup_whose_restore_is_cut_fails_over_again(
             subscription = await connection.subscribe(QUEUE, ack="client-individual")
             before = await take(subscription, 2)
             await asyncio.to_thread(backup.wait_accepted, 1)
-            await wait_until(lambda: connection.statistics().transport.standbys == 1)
+            await wait_until(
+                lambda: connection.statistics().transport.standbys == 1, 10.0, "a standby"
+            )
             primary.drop()
             await asyncio.to_thread(backup.wait_closed_on, 1)
             await send(broker_port, 2, 3)
@@ -123,7 +125,9 @@ async def test_a_planned_move_whose_restore_is_cut_reconnects(broker_port: int) 
             await asyncio.to_thread(priority.wait_closed_on, 1)
             await send(broker_port, 2, 3)
             after = await take(subscription, 3)
-            await wait_until(lambda: connection.remote_url == priority.url)
+            await wait_until(
+                lambda: connection.remote_url == priority.url, 10.0, "the priority URL"
+            )
     assert before + after == [f"m{n}" for n in range(5)]
 
 
@@ -218,15 +222,21 @@ async def test_a_consumer_cancelled_while_no_broker_is_up_ends_and_is_not_restor
                     await subscription.get()
 
             task = asyncio.create_task(consume())
-            await wait_until(lambda: connection.statistics().subscriptions == 1)
+            await wait_until(
+                lambda: connection.statistics().subscriptions == 1, 10.0, "the subscription"
+            )
             server.drop()
-            await wait_until(lambda: connection.statistics().interruptions == 1)
+            await wait_until(
+                lambda: connection.statistics().interruptions == 1, 10.0, "the interruption"
+            )
             task.cancel()
             done, _ = await asyncio.wait([task], timeout=WAIT_S)
             assert done == {task}
             assert task.cancelled()
             server.follow([])  # the broker is back
-            await wait_until(lambda: connection.statistics().transport.failovers == 1)
+            await wait_until(
+                lambda: connection.statistics().transport.failovers == 1, 10.0, "a failover"
+            )
             await send(broker_port, 0, 5)
             async with await connect(f"tcp://127.0.0.1:{broker_port}") as other:
                 subscription = await other.subscribe(QUEUE, ack="client-individual")

@@ -6,6 +6,7 @@ import asyncio
 
 from ferrymq.client import StaticDiscoveryAgent, connect
 from ferrymq.client.failover import StaticAgentOptions
+from ferrymq.testing import wait_until
 from tests.client.failover.conftest import Brokers
 
 
@@ -23,10 +24,9 @@ class Recorder:
         self.changed.set()
 
     async def until(self, count: int) -> None:
-        async with asyncio.timeout(5):
-            while len(self.events) < count:
-                self.changed.clear()
-                await self.changed.wait()
+        await wait_until(
+            lambda: len(self.events) >= count, 5, f"{count} event(s)", changed=self.changed
+        )
 
 
 async def test_static_agent_announces_at_start_and_again_after_a_failure() -> None:
