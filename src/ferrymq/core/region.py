@@ -151,7 +151,9 @@ class RegionBroker:
 
     @property
     def now_ms(self) -> int:
-        return self._context.now_ms
+        """The current batch's time (``begin_batch``); read straight from the context's slot,
+        as the send path reads it for every message."""
+        return self._context._now_ms
 
     @property
     def seq(self) -> int:

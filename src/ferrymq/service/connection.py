@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ferrymq.core.consumer import AckMode, Consumer
@@ -51,6 +51,12 @@ class Phase(enum.Enum):
     """The socket is gone (or going): nothing more is written."""
 
 
+# Compared by identity on the hot path (hashing an Enum member runs Python code).
+_ENDING = Phase.ENDING
+_CLOSED = Phase.CLOSED
+_AUTO = AckMode.AUTO
+
+
 class ConnectionHost(Protocol):
     """What a connection needs of the service that accepted it."""
 
@@ -76,6 +82,7 @@ class BrokerConnection:
     """The service's side of one accepted connection; ``converter`` speaks its protocol."""
 
     converter: ProtocolConverter
+    _render: Callable[[Delivery], bytes]
 
     def __init__(self, host: ConnectionHost, connector: str, connection_id: str) -> None:
         self.host = host
@@ -88,12 +95,20 @@ class BrokerConnection:
         """Set (the connector's name) when another broker's network bridge opened this
         connection (ActiveMQ's ``isNetworkConnection``)."""
         self.outbox = Outbox(self)
+        registry = host.registry
+        self._wrote = registry.wrote
+        self._auto_acked = registry.auto_acked
         self._close_when_flushed = False
         self._held_auto: list[Delivery] = []
         self._stalled: list[object] = []
         self._stall_timer: asyncio.TimerHandle | None = None
         self._monitor: InactivityMonitor | None = None
         self._open_timer: asyncio.TimerHandle | None = None
+
+    def attach(self, converter: ProtocolConverter) -> None:
+        """The adapter's converter for this connection (set once, before the socket is read)."""
+        self.converter = converter
+        self._render = converter.render
 
     @property
     def opened(self) -> bool:
@@ -141,7 +156,8 @@ class BrokerConnection:
     def writing_resumed(self) -> None:
         if self._held_auto:
             held, self._held_auto = self._held_auto, []
-            self.host.registry.auto_acked(held)
+            for delivery in held:
+                self._auto_acked(delivery)
             self.host.process()
 
     # -- requests -----------------------------------------------------------------------------
@@ -160,7 +176,8 @@ class BrokerConnection:
         converter = self.converter
         host.tick_clock()
         for index, item in enumerate(work):
-            if not self.handling:
+            phase = self.phase
+            if phase is _ENDING or phase is _CLOSED:
                 break
             try:
                 if converter.handle(item):
@@ -271,13 +288,10 @@ class BrokerConnection:
 
     def deliver(self, delivery: Delivery, wait: asyncio.Future[None] | None) -> None:
         phase = self.phase
-        if phase is Phase.ENDING or phase is Phase.CLOSED:
-            return
-        frame = self.converter.render(delivery)
-        if delivery.consumer.ack_mode is AckMode.AUTO:
-            self.outbox.put(frame, wait, delivery, message=True)
-        else:
-            self.outbox.put(frame, wait, message=True)
+        if phase is _ENDING or phase is _CLOSED:
+            return  # an ending connection writes no more messages: they were released
+        auto = delivery if delivery.consumer.ack_mode is _AUTO else None
+        self.outbox.put(self._render(delivery), wait, auto, message=True)
 
     def deliver_browsed(self, consumer: Consumer, message: Message) -> None:
         if self.phase is not Phase.ENDING:
@@ -289,16 +303,15 @@ class BrokerConnection:
 
     def write_frame(self, data: bytes, auto: Delivery | None) -> None:
         transport = self.transport
-        if transport is None or self.phase is Phase.CLOSED:
+        if transport is None or self.phase is _CLOSED:
             return
         transport.write(data)
-        registry = self.host.registry
-        registry.wrote(transport)
+        self._wrote(transport)
         if auto is not None:
             if transport.write_paused:
                 self._held_auto.append(auto)
             else:
-                registry.auto_acked((auto,))
+                self._auto_acked(auto)
 
     def store_failed(self) -> None:
         # The store failed (its lock was lost, or the disk): the broker stops serving. What

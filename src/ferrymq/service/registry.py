@@ -9,7 +9,7 @@ by flow control wait here until the pass finds room for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Generic, Protocol, TypeVar
 
 from ferrymq.core.effects import Delivery
@@ -61,9 +61,9 @@ class ConnectionRegistry(Generic[C]):
         for transport in unflushed:
             transport.flush()
 
-    def auto_acked(self, deliveries: Iterable[Delivery]) -> None:
-        """Auto-acknowledge deliveries whose frames were written."""
-        self._auto_acks.extend(deliveries)
+    def auto_acked(self, delivery: Delivery) -> None:
+        """An auto-acknowledge delivery whose frame was written."""
+        self._auto_acks.append(delivery)
 
     def take_auto_acks(self) -> list[Delivery]:
         acks, self._auto_acks = self._auto_acks, []

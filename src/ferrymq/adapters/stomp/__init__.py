@@ -47,7 +47,7 @@ class StompAdapter:
             )
             grace = max(stomp.hb_grace_period_multiplier, 1.5)
         connection = BrokerConnection(service, name, service.new_connection_id())
-        connection.converter = StompConverter(
-            service, connection, connector=name, limits=limits, grace=grace
+        connection.attach(
+            StompConverter(service, connection, connector=name, limits=limits, grace=grace)
         )
         return connection

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 from ferrymq.adapters.stomp.dialect import TemporaryNames
 from ferrymq.adapters.stomp.render import MessageRenderer
 from ferrymq.service.connection import BrokerConnection
-from ferrymq.stomp.events import ServerEvent
+from ferrymq.stomp.events import Connect, Disconnect
 from ferrymq.stomp.session import ServerSession
 
 if TYPE_CHECKING:
@@ -37,12 +37,16 @@ class StompLink(Protocol):
 
     def receipt(self, receipt: str | None, *, needs_commit: bool = False) -> None: ...
 
+    def on_connect(self, event: Connect) -> None: ...
+
+    def on_disconnect(self, event: Disconnect) -> None: ...
+
 
 class RequestHandler(Protocol):
     """What a CONNECTed STOMP connection does with its frames (chosen at CONNECT)."""
 
-    def handle(self, event: ServerEvent) -> bool:
-        """Carry out one frame; True when flow control holds it back."""
+    def handle(self, event: object) -> bool:
+        """Carry out one frame (a ``ServerEvent``); True when flow control holds it back."""
 
     def ended(self) -> None:
         """The connection handles no more frames."""

@@ -12,14 +12,14 @@ handshake every handler shares, is here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from ferrymq.adapters.stomp import dialect
-from ferrymq.adapters.stomp.base import RequestHandler
+from ferrymq.adapters.stomp.base import RequestHandler, StompLink
 from ferrymq.adapters.stomp.handshake import choose_requests
 from ferrymq.adapters.stomp.render import MessageRenderer
-from ferrymq.core.consumer import AckMode, Consumer
+from ferrymq.core.consumer import Consumer
 from ferrymq.core.effects import Delivery
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
@@ -39,7 +39,15 @@ log = logging.getLogger(__name__)
 class _AwaitingConnect:
     """Before CONNECT the session accepts nothing but CONNECT (and a stray DISCONNECT)."""
 
-    def handle(self, event: ServerEvent) -> bool:
+    def __init__(self, link: StompLink) -> None:
+        self.link = link
+
+    def handle(self, event: object) -> bool:
+        match event:
+            case Connect():
+                self.link.on_connect(event)
+            case Disconnect():
+                self.link.on_disconnect(event)
         return False
 
     def ended(self) -> None:
@@ -64,9 +72,13 @@ class StompConverter:
         self.session = ServerSession(limits=limits)
         self.names = dialect.TemporaryNames(connection.connection_id)
         self.renderer = MessageRenderer(self.session, self.names)
+        self.render: Callable[[Delivery], bytes] = self.renderer.delivery
+        """A delivery as a MESSAGE frame (the renderer's method itself: the hot path)."""
         self._grace = grace
         self._cluster_updates = 0
-        self.requests: RequestHandler = _AwaitingConnect()
+        self.requests: RequestHandler = _AwaitingConnect(self)
+        self.handle: Callable[[object], bool] = self.requests.handle
+        """Carry out one decoded frame: the current request handler's method itself."""
 
     @property
     def version(self) -> str:
@@ -94,24 +106,15 @@ class StompConverter:
             connection.run(events)
             return
 
-    def handle(self, work: object) -> bool:
-        event = cast(ServerEvent, work)
-        if isinstance(event, Connect):
-            self._on_connect(event)
-            return False
-        if isinstance(event, Disconnect):
-            self._on_disconnect(event)
-            return False
-        return self.requests.handle(event)
-
     def refusal(self, error: BrokerError, work: object | None) -> bytes:
         return self.session.error(error.message, receipt_id=getattr(work, "receipt", None))
 
     # -- CONNECT and DISCONNECT ---------------------------------------------------------------
 
-    def _on_connect(self, event: Connect) -> None:
+    def on_connect(self, event: Connect) -> None:
         connection = self.connection
         self.requests, extra = choose_requests(self, self, self.connector, event)
+        self.handle = self.requests.handle
         self.renderer.version = event.version
         client_sends, client_wants = event.heart_beat
         # ActiveMQ adopts the client's values: it sends every cy and expects data every cx.
@@ -129,7 +132,7 @@ class StompConverter:
             None,
         )
 
-    def _on_disconnect(self, event: Disconnect) -> None:
+    def on_disconnect(self, event: Disconnect) -> None:
         connection = self.connection
         connection.end()
         if event.receipt is not None:
@@ -142,12 +145,6 @@ class StompConverter:
             self.connection.confirm(self.session.receipt(receipt), needs_commit=needs_commit)
 
     # -- frames out ---------------------------------------------------------------------------
-
-    def render(self, delivery: Delivery) -> bytes:
-        consumer = delivery.consumer
-        entry = delivery.entry
-        ack = None if consumer.ack_mode is AckMode.AUTO else delivery.ack_id
-        return self.renderer.message(consumer, entry.message, ack, entry.redelivery_count)
 
     def render_browsed(self, consumer: Consumer, message: Message) -> bytes:
         return self.renderer.message(consumer, message, None, message.redelivery_count)

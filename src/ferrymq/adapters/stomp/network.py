@@ -26,6 +26,8 @@ from ferrymq.stomp.events import Send
 class BridgeRequests(ClientRequests):
     """An application client's requests, as a network bridge makes them."""
 
+    forwards = True
+
     def __init__(self, link: StompLink, bridge: str, connect_headers: dict[str, str]) -> None:
         super().__init__(link)
         self.bridge = bridge

@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ferrymq.adapters.stomp import dialect
-from ferrymq.core.consumer import Consumer
+from ferrymq.core.consumer import AckMode, Consumer
+from ferrymq.core.effects import Delivery
 from ferrymq.core.message import Message
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.encoder import header_block
 from ferrymq.stomp.errors import LocalProtocolError
 from ferrymq.stomp.session import ServerSession
 
+_AUTO = AckMode.AUTO
 _DELIVERY_COUNT = b"\n" + dialect.DELIVERY_COUNT.encode() + b":%d"
 
 
@@ -37,6 +39,13 @@ class MessageRenderer:
         may have no id)."""
         self._sub_has_id[subscription_id] = has_id
         self._sub_blocks.pop(subscription_id, None)
+
+    def delivery(self, delivery: Delivery) -> bytes:
+        """The MESSAGE frame of a delivery from the core (no ack id for an auto subscription)."""
+        consumer = delivery.consumer
+        entry = delivery.entry
+        ack = None if consumer.ack_mode is _AUTO else delivery.ack_id
+        return self.message(consumer, entry.message, ack, entry.redelivery_count)
 
     def message(
         self, consumer: Consumer, message: Message, ack: str | None, redelivery_count: int

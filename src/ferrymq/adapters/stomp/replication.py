@@ -16,9 +16,10 @@ from ferrymq.stomp.events import (
     Ack,
     Begin,
     Commit,
+    Connect,
+    Disconnect,
     Nack,
     Send,
-    ServerEvent,
     Subscribe,
     Unsubscribe,
 )
@@ -31,10 +32,14 @@ class ReplicationRequests:
         self.link = link
         self.replica = link.service.attach_replica(self.send_batch, name)
 
-    def handle(self, event: ServerEvent) -> bool:
+    def handle(self, event: object) -> bool:
         match event:
             case Ack(id=str(number)) if number.isdigit():
                 self.replica.acknowledged(int(number))
+            case Disconnect():
+                self.link.on_disconnect(event)
+            case Connect():
+                self.link.on_connect(event)
             case (
                 Ack() | Nack() | Send() | Subscribe() | Unsubscribe() | Begin() | Commit() | Abort()
             ):

@@ -25,9 +25,10 @@ from ferrymq.stomp.events import (
     Ack,
     Begin,
     Commit,
+    Connect,
+    Disconnect,
     Nack,
     Send,
-    ServerEvent,
     Subscribe,
     Unsubscribe,
 )
@@ -43,7 +44,7 @@ class ClientRequests:
         self.connection_id = link.connection.connection_id
         self._browsers: set[str] = set()
 
-    def handle(self, event: ServerEvent) -> bool:
+    def handle(self, event: object) -> bool:
         match event:
             case Send():
                 return self._on_send(event)
@@ -62,6 +63,10 @@ class ClientRequests:
             case Abort():
                 outcome = self.region.abort(self.connection_id, event.transaction)
                 self._confirm(outcome, event.receipt)
+            case Connect():
+                self.link.on_connect(event)
+            case Disconnect():
+                self.link.on_disconnect(event)
             case _:
                 pass  # heart-beat: its arrival already counted as activity
         return False
@@ -77,6 +82,10 @@ class ClientRequests:
         self.link.receipt(receipt, needs_commit=outcome.needs_commit)
 
     # -- hooks a network bridge's connection changes ------------------------------------------
+
+    forwards = False
+    """A network bridge's connection: forwarded messages keep their ids, and the bridge may
+    name another broker's temporary destinations (checked as a flag on the per-message path)."""
 
     def forwarded_id(self, event: Send) -> str | None:
         """The message id to keep (a message forwarded by a bridge keeps its own)."""
@@ -96,20 +105,27 @@ class ClientRequests:
             raise BrokerError("SUBSCRIBE to a composite destination is not supported yet")
         for destination in created:
             self.region.create_temporary(self.connection_id, destination)
-        self.mirror_temporaries(destinations)
+        if self.forwards:
+            self.mirror_temporaries(destinations)
         return destinations
 
     def _on_send(self, event: Send) -> bool:
         region = self.region
-        destinations = self._destinations(event.destination)
-        message_id = self.forwarded_id(event)
+        names = self.link.names
+        destinations, created = dialect.parse_destinations(event.destination, names)
+        for destination in created:
+            region.create_temporary(self.connection_id, destination)
+        message_id = None
+        if self.forwards:
+            self.mirror_temporaries(destinations)
+            message_id = self.forwarded_id(event)
         message = dialect.message_from_send(
             MessageId(message_id) if message_id is not None else region.new_message_id(),
             event.headers,
             event.body,
             destinations,
             region.now_ms,
-            self.link.names,
+            names,
         )
         blocked = region.producer_blocked(message)
         if blocked is not None:
@@ -121,7 +137,10 @@ class ClientRequests:
                 )
             return True
         outcome = region.send(self.connection_id, message, destinations, event.transaction)
-        self._confirm(outcome, event.receipt)
+        if outcome.refused is not None:
+            raise outcome.refused
+        if event.receipt is not None:
+            self.link.receipt(event.receipt, needs_commit=outcome.needs_commit)
         return False
 
     def _on_ack(self, event: Ack | Nack) -> None:
