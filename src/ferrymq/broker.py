@@ -1,10 +1,11 @@
 """A broker process: configuration in, every service of the broker started in order.
 
-``Broker`` is the composition root of DESIGN.md ("config -> Broker"): the admin HTTP listener
-first (a slave's role must be visible too), then, for a store shared by a master/slave group,
-the lock (a slave waits there and starts nothing else), then the messaging service (store,
-recovery, STOMP listeners); later issues add network connectors and discovery agents.  ``stop``
-runs in reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is
+``Broker`` is ActiveMQ's ``BrokerService``, the composition root ("config -> Broker"): the
+admin HTTP listener first (a slave's role must be visible too), then, for a store shared by a
+master/slave group, the lock (a slave waits there and starts nothing else), then the messaging
+service (``service.broker.BrokerService``: store, recovery, listeners with their protocol
+adapters), then the discovery advertiser and the network connectors.  It is the one place that
+names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is
 logged at start, with file and line, so nothing in a file is silently without effect.
 
 A master keeps its lock alive every ``lockKeepAlivePeriod`` (a shared-file master also checks
