@@ -83,10 +83,6 @@ PLANNED = frozenset({"amqp"})
 # none of them"; protocol adapters live in ``adapters`` above it).
 PROTOCOLS = ("stomp", "amqp")
 PROTOCOL_NEUTRAL = ("service", "core")
-# The modules of service/core that still import a wire protocol. This list only shrinks, and
-# must be empty when issue 14 is done.
-PROTOCOL_IMPORTERS_TODAY: frozenset[str] = frozenset()
-
 # Sans-IO and deterministic: no I/O, clock, randomness, threads, logging, files or database.
 PURE = ("stomp", "amqp", "core")
 IMPURE = frozenset(
@@ -103,10 +99,6 @@ IMPURE = frozenset(
         "time",
     }
 )
-
-# Import cycles inside src/ferrymq today, each a strongly connected component of the module
-# graph. This list only shrinks, and must be empty when issue 14 is done.
-CYCLES_TODAY: frozenset[frozenset[str]] = frozenset()
 
 
 def module_name(path: Path) -> str:
@@ -273,8 +265,6 @@ def test_package_imports_only_lower_layers(package: str) -> None:
         for target in ferrymq_imports(module):
             if target == "ferrymq" or within(target, allowed):
                 continue
-            if module in PROTOCOL_IMPORTERS_TODAY and within(target, PROTOCOLS):
-                continue  # counted by test_service_and_core_know_no_wire_protocol
             offences.append(f"{module} imports {target}")
     assert offences == []
 
@@ -285,7 +275,7 @@ def test_service_and_core_know_no_wire_protocol() -> None:
         for module in modules_of(*PROTOCOL_NEUTRAL)
         if any(within(target, PROTOCOLS) for target in ferrymq_imports(module))
     }
-    assert_matches_allow_list("PROTOCOL_IMPORTERS_TODAY", importers, PROTOCOL_IMPORTERS_TODAY)
+    assert importers == set(), "protocol adapters belong in ferrymq.adapters, above the service"
 
 
 # -- purity ---------------------------------------------------------------------------------------
@@ -324,7 +314,7 @@ def test_importing_a_pure_package_loads_no_io(package: str) -> None:
 
 def test_no_import_cycle() -> None:
     graph = {module: ferrymq_imports(module) for module in MODULES}
-    assert_matches_allow_list("CYCLES_TODAY", import_cycles(graph), CYCLES_TODAY)
+    assert import_cycles(graph) == set(), "each set is a strongly connected component"
 
 
 # -- each layer's public surface ------------------------------------------------------------------
