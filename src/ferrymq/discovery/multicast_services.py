@@ -24,26 +24,19 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from ferrymq.util.backoff import ExponentialBackOff
+from ferrymq.util.backoff import BackOffOptions, ExponentialBackOff
 
 FAILURE_MEMORY_S: Final = 60.0
 """A service heard this long after its last recovery starts again from its first failure
 (ActiveMQ's ``updateHeartBeat``)."""
 
 
-class HoldBackOptions(Protocol):
-    """What the table reads of an agent's options (``MulticastOptions``, ``ZeroconfOptions``)."""
+class HoldBackOptions(BackOffOptions, Protocol):
+    """What the table reads of an agent's options (``MulticastOptions``, ``ZeroconfOptions``):
+    the back-off's four, and these."""
 
     @property
     def expiry_ms(self) -> int: ...
-    @property
-    def initial_reconnect_delay_ms(self) -> int: ...
-    @property
-    def max_reconnect_delay_ms(self) -> int: ...
-    @property
-    def use_exponential_back_off(self) -> bool: ...
-    @property
-    def back_off_multiplier(self) -> float: ...
     @property
     def max_reconnect_attempts(self) -> int: ...
 

@@ -8,6 +8,7 @@ the raw fsync latency of the disk under ``directory``.  ``ferrymq bench`` can ca
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -104,5 +105,24 @@ async def _main(base: Path) -> None:
             )
 
 
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m ferrymq.store.benchmark",
+        description="SQLite store throughput (synchronous FULL and NORMAL) and disk fsync latency.",
+    )
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        type=Path,
+        default=Path(tempfile.gettempdir()),
+        help="where the throwaway stores are made (default: the temporary directory)",
+    )
+    directory: Path = parser.parse_args(argv).directory
+    if not directory.is_dir():
+        parser.error(f"{directory} is not a directory")
+    asyncio.run(_main(directory))
+    return 0
+
+
 if __name__ == "__main__":
-    asyncio.run(_main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir())))
+    sys.exit(main(sys.argv[1:]))
