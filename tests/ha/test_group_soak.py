@@ -138,6 +138,17 @@ async def test_database_group_loses_nothing(
         await soak(brokers)
 
 
+async def in_sync(master: BrokerProcess, mark: int) -> None:
+    """Until ``master`` says its (new) slave is in sync: a slave reports itself as one as soon
+    as it starts, before it has even reached its master, and a slave that never had the master's
+    store cannot take over (killing the master earlier would test nothing but that)."""
+    await wait_until(
+        lambda: any(" is in sync" in line for line in master.output[mark:]),
+        30.0,
+        "the slave in sync with its master",
+    )
+
+
 async def test_pure_master_slave_pair_loses_nothing(tmp_path: Path) -> None:
     """The killed master comes back as the slave of the one that took over (its store is
     replaced by a snapshot), so the pair can lose its master again."""
@@ -151,7 +162,10 @@ async def test_pure_master_slave_pair_loses_nothing(tmp_path: Path) -> None:
             config_xml=slave_config(master.port).replace('brokerName="slave"', ""),
         )
         started.append(process)
-        return await asyncio.to_thread(process.start, as_slave=True)
+        mark = len(master.output)
+        await asyncio.to_thread(process.start, as_slave=True)
+        await in_sync(master, mark)
+        return process
 
     master = BrokerProcess(
         tmp_path / "m", name="m", config_xml=MASTER.replace('brokerName="master"', "")
@@ -167,6 +181,7 @@ async def test_pure_master_slave_pair_loses_nothing(tmp_path: Path) -> None:
         started.append(slave)
         await asyncio.to_thread(slave.start, as_slave=True)
         assert await asyncio.to_thread(master.wait_for_state, "master")
+        await in_sync(master, 0)
         await soak([master, slave], rejoin)
     finally:
         for process in started:
