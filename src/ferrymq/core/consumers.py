@@ -86,6 +86,19 @@ class Consumers:
         for container in list(consumer.containers):
             container.dispatch()
 
+    def control(self, state: ConnectionState, subscription_id: str, prefetch: int) -> None:
+        """ActiveMQ's ``ConsumerControl``: a consumer's prefetch window changes while it runs
+        (AMQP's link credit is this window). A wider window is filled at once; a narrower one
+        takes back nothing already delivered, it only holds back the next deliveries."""
+        consumer = state.consumers.get(subscription_id)
+        if consumer is None:
+            raise BrokerError(f"No subscription matched: {subscription_id}")
+        if prefetch < 0:
+            raise BrokerError(f"a prefetch window is 0 or more, not {prefetch}")
+        consumer.prefetch = prefetch
+        for container in list(consumer.containers):
+            container.dispatch()
+
     def remove(
         self, state: ConnectionState, subscription_id: str, *, destroy_durable: bool = False
     ) -> None:

@@ -364,6 +364,13 @@ class RegionBroker:
         """Advise a subscribed consumer's arrival, then give it its first messages."""
         self._consumers.start(consumer)
 
+    def control_consumer(self, connection_id: str, subscription_id: str, prefetch: int) -> Outcome:
+        """Change a consumer's prefetch window (ActiveMQ's ``ConsumerControl``): the
+        protocol-neutral form of consumer credit."""
+        return self._on(
+            connection_id, lambda state: self._consumers.control(state, subscription_id, prefetch)
+        )
+
     def unsubscribe(self, connection_id: str, subscription_id: str) -> Outcome:
         return self._on(connection_id, lambda state: self._consumers.remove(state, subscription_id))
 
