@@ -5,8 +5,9 @@ admin HTTP listener first (a slave's role must be visible too), then, for a stor
 master/slave group, the lock (a slave waits there and starts nothing else), then the messaging
 service (``service.broker.BrokerService``: store, recovery, listeners with their protocol
 adapters), then the discovery advertiser and the network connectors.  It is the one place that
-names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is
-logged at start, with file and line, so nothing in a file is silently without effect.
+names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in reverse order.
+Whatever the configuration asks for that FerryMQ does not do yet is logged at start, with file
+and line, so nothing in a file is silently without effect.
 
 A master keeps its lock alive every ``lockKeepAlivePeriod`` (a shared-file master also checks
 its lock file every second, whatever that period); when the lock is lost (or the store's fence

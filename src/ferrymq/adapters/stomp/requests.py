@@ -152,7 +152,10 @@ class ClientRequests:
             outcome = self.region.nack(self.connection_id, ref, event.transaction)
         else:
             outcome = self.region.acknowledge(self.connection_id, ref, event.transaction)
-        self._confirm(outcome, event.receipt)
+        if outcome.refused is not None:  # ``_confirm``, spelled out: an ACK per message
+            raise outcome.refused
+        if event.receipt is not None:
+            self.link.receipt(event.receipt, needs_commit=outcome.needs_commit)
 
     def _on_subscribe(self, event: Subscribe) -> None:
         destinations = self._destinations(event.destination, single=True)
