@@ -184,3 +184,15 @@ async def test_exit_codes_for_usage_and_connection_errors(
     code, _, err = await ferrymq(capsys, "send", url, "/bogus/x", "--count", "1", "--receipt")
     assert code == 1
     assert "Illegal destination" in err
+
+
+async def test_a_refused_send_without_receipt_fails_the_command(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The broker answers a refused SEND that asked for no receipt with an ERROR; the command
+    learns of it from its closing DISCONNECT (whose receipt comes after) and fails."""
+    code, _, err = await ferrymq(capsys, "send", url, "/bogus/x", "--count", "1")
+    assert code == 1
+    assert "Illegal destination" in err
+    code, _, err = await ferrymq(capsys, "send", url, "/queue/fine", "--count", "3")
+    assert (code, "sent 3 messages" in err) == (0, True)

@@ -118,6 +118,12 @@ async def _send(args: argparse.Namespace, headers: dict[str, str], progress: Pro
                     transaction, in_transaction = None, 0
         if transaction is not None:
             await transaction.commit()
+    # Leaving ``async with`` sent DISCONNECT and waited for its receipt, which the broker sends
+    # only after every frame before it: a SEND it refused without a receipt was answered with an
+    # ERROR by then, and ended the connection.
+    reason = conn.close_reason
+    if reason is not None and reason.error is not None:
+        raise reason.error
 
 
 async def generated(count: int, size: int | None) -> AsyncIterator[bytes]:

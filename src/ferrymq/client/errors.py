@@ -29,6 +29,10 @@ class ClientError(Exception):
         return self.message
 
 
+MAX_DETAIL_CHARS = 200
+"""How much of an ERROR body a message quotes (the whole body stays in ``body``)."""
+
+
 @dataclass(eq=False)
 class BrokerErrorFrame(ClientError):  # noqa: N818 - the API's name (see the module docstring)
     """The broker answered with an ERROR frame (STOMP 1.2 "ERROR").
@@ -50,8 +54,24 @@ class BrokerErrorFrame(ClientError):  # noqa: N818 - the API's name (see the mod
         """The body (ActiveMQ puts its stack trace or details there), decoded leniently."""
         return self.body.decode("utf-8", "replace")
 
+    @property
+    def detail(self) -> str:
+        """The body's first line: RabbitMQ says there what its ``message`` header only names
+        ("Bad CONNECT" / "Virtual host '/' access denied"); ActiveMQ's stack trace starts with
+        the exception's text."""
+        for line in self.text.splitlines():
+            if line.strip():
+                return line.strip()[:MAX_DETAIL_CHARS]
+        return ""
+
     def __str__(self) -> str:
-        return f"broker error: {self.message}" if self.message else "broker error (no message)"
+        detail = self.detail
+        text = self.message
+        if not text:
+            text = detail
+        elif detail and detail not in text and text not in detail:
+            text = f"{text}: {detail}"
+        return f"broker error: {text}" if text else "broker error (no message)"
 
 
 @dataclass(eq=False)
