@@ -196,3 +196,11 @@ async def test_a_refused_send_without_receipt_fails_the_command(
     assert "Illegal destination" in err
     code, _, err = await ferrymq(capsys, "send", url, "/queue/fine", "--count", "3")
     assert (code, "sent 3 messages" in err) == (0, True)
+
+
+async def test_browsing_a_topic_is_refused(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A topic keeps nothing to browse: an empty listing would pass for an empty queue."""
+    code, out, err = await ferrymq(capsys, "browse", url, "/topic/prices")
+    assert (code, out) == (2, "")
+    assert "/topic/prices is a topic" in err
+    assert "ferrymq consume" in err

@@ -13,7 +13,7 @@ from ferrymq.cli.consume_command import (
     run_client,
     write_message,
 )
-from ferrymq.client import connect
+from ferrymq.client import UsageError, connect
 
 
 def add_parser(commands: Any) -> None:
@@ -33,7 +33,17 @@ def run(args: argparse.Namespace) -> int:
     return run_client("browse", lambda: _browse(args, progress), progress)
 
 
+TOPIC_PREFIXES = ("/topic/", "/temp-topic/", "/remote-temp-topic/")
+
+
 async def _browse(args: argparse.Namespace, progress: Progress) -> None:
+    if str(args.queue).startswith(TOPIC_PREFIXES):
+        # A topic keeps no messages to browse (JMS's QueueBrowser is for queues only): an empty
+        # listing would look like an empty queue.
+        raise UsageError(
+            f"{args.queue} is a topic, and only a queue can be browsed "
+            "(to see what a topic publishes, use: ferrymq consume)"
+        )
     async with connect(args.url, login=args.login, passcode=args.passcode) as conn:
         subscription = await conn.subscribe(args.queue, browser=True)
         async for message in subscription:  # ends at the broker's browser:end
