@@ -257,10 +257,6 @@ class BrokerService:
         """The latest store write (a DISCONNECT's receipt waits for it)."""
         return self.commits.last_commit
 
-    @property
-    def last_commit(self) -> asyncio.Future[None] | None:
-        return self.commits.last_commit
-
     # -- decide, then do ----------------------------------------------------------------------
 
     def process(self) -> None:

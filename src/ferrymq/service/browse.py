@@ -8,12 +8,12 @@ browser's selector refuses, is skipped.
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
 
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.message import Message
 from ferrymq.core.region import RegionBroker, decode_all
+from ferrymq.service.timers import now_ms
 from ferrymq.store.base import MessageStore
 
 BROWSE_PAGE = 500
@@ -40,9 +40,9 @@ async def browse_store(
 ) -> None:
     while not connection.closed:
         records = await store.load(key, cursor, BROWSE_PAGE)
-        now_ms = int(time.time() * 1000)
+        now = now_ms()
         for message in decode_all(records):
-            if not message.is_expired(now_ms) and region.selects(consumer, message):
+            if not message.is_expired(now) and region.selects(consumer, message):
                 connection.deliver_browsed(consumer, message)
         if len(records) < BROWSE_PAGE:
             break

@@ -111,19 +111,15 @@ class BrokerConnection:
         self._render = converter.render
 
     @property
-    def opened(self) -> bool:
+    def connected(self) -> bool:
         """The protocol's handshake completed and requests are handled (the admin API's
         "connected"; a cluster update goes only to such a connection)."""
         return self.phase is Phase.OPEN or self.phase is Phase.STALLED
 
     @property
-    def connected(self) -> bool:
-        return self.opened
-
-    @property
     def version(self) -> str | None:
         """The protocol version agreed at the handshake."""
-        return self.converter.version if self.opened else None
+        return self.converter.version if self.connected else None
 
     @property
     def handling(self) -> bool:
@@ -233,11 +229,16 @@ class BrokerConnection:
             return
         self.outbox.put(frame, self.host.commit_barrier() if needs_commit else None)
 
+    def confirm_after_all(self, frame: bytes) -> None:
+        """Queue a confirmation that waits for every store write so far (a DISCONNECT's
+        receipt: everything the client sent before it is durable)."""
+        self.outbox.put(frame, self.host.last_write())
+
     def send(self, frame: bytes, wait: asyncio.Future[None] | None = None) -> None:
         """Queue a frame of the protocol's own (a replication batch, a cluster update)."""
         self.outbox.put(frame, wait)
         if self.transport is not None:
-            self.host.registry.wrote(self.transport)  # flushed by the ``process`` under way
+            self._wrote(self.transport)  # flushed by the ``process`` under way
 
     # -- producer flow control ----------------------------------------------------------------
 

@@ -136,7 +136,7 @@ class StompConverter:
         connection = self.connection
         connection.end()
         if event.receipt is not None:
-            connection.outbox.put(self.session.receipt(event.receipt), self.service.last_write())
+            connection.confirm_after_all(self.session.receipt(event.receipt))
         connection.close_when_flushed()
 
     def receipt(self, receipt: str | None, *, needs_commit: bool = False) -> None:
@@ -158,7 +158,7 @@ class StompConverter:
     def send_cluster_update(self, brokers: Sequence[str], *, rebalance: bool) -> None:
         """A new broker list for a failover client (``service.cluster``)."""
         connection = self.connection
-        if not connection.opened:
+        if not connection.connected:
             return
         self._cluster_updates += 1
         frame = [
