@@ -63,10 +63,10 @@ def test_connect_frame_headers() -> None:
     )
     assert data == (
         b"CONNECT\naccept-version:1.0,1.1,1.2\nhost:h\nlogin:u\npasscode:p:w\nclient-id:c\n"
-        b"x:1\n\n\0"
+        b"x:1\n\n\0\n"
     )
     assert ClientSession().connect_frame(accept_version=("1.0",), command="STOMP") == (
-        b"STOMP\n\n\0"
+        b"STOMP\n\n\0\n"
     )
 
 

@@ -25,9 +25,9 @@ def parse_one(data: bytes, version: str) -> Frame:
 
 def test_frame_ends_with_nul_only() -> None:
     assert encode(Frame("SEND", {"destination": "/q"}, b"hi"), "1.2") == (
-        b"SEND\ndestination:/q\n\nhi\0"
+        b"SEND\ndestination:/q\n\nhi\0\n"
     )
-    assert encode(Frame("DISCONNECT", {}), "1.0") == b"DISCONNECT\n\n\0"
+    assert encode(Frame("DISCONNECT", {}), "1.0") == b"DISCONNECT\n\n\0\n"
 
 
 def test_heartbeat_bytes() -> None:
@@ -36,17 +36,17 @@ def test_heartbeat_bytes() -> None:
 
 def test_escaping_per_version() -> None:
     headers = {"a:b": "x\\y\nz:"}
-    assert encode(Frame("SEND", headers), "1.1") == b"SEND\na\\cb:x\\\\y\\nz\\c\n\n\0"
-    assert encode(Frame("SEND", {"k": "a\rb"}), "1.2") == b"SEND\nk:a\\rb\n\n\0"
-    assert encode(Frame("SEND", {"k": "a\rb"}), "1.1") == b"SEND\nk:a\rb\n\n\0"
-    assert encode(Frame("SEND", {"k": "a:b\\c"}), "1.0") == b"SEND\nk:a:b\\c\n\n\0"
+    assert encode(Frame("SEND", headers), "1.1") == b"SEND\na\\cb:x\\\\y\\nz\\c\n\n\0\n"
+    assert encode(Frame("SEND", {"k": "a\rb"}), "1.2") == b"SEND\nk:a\\rb\n\n\0\n"
+    assert encode(Frame("SEND", {"k": "a\rb"}), "1.1") == b"SEND\nk:a\rb\n\n\0\n"
+    assert encode(Frame("SEND", {"k": "a:b\\c"}), "1.0") == b"SEND\nk:a:b\\c\n\n\0\n"
 
 
 @pytest.mark.parametrize("command", ["CONNECT", "STOMP", "CONNECTED"])
 def test_connect_frames_are_never_escaped(command: str) -> None:
     # ActiveMQ Stomp11Test.testConnectedNeverEncoded.
     assert encode(Frame(command, {"login": "a\\b:c"}), "1.2") == (
-        command.encode() + b"\nlogin:a\\b:c\n\n\0"
+        command.encode() + b"\nlogin:a\\b:c\n\n\0\n"
     )
 
 
@@ -83,13 +83,13 @@ def test_unknown_command_and_version() -> None:
 
 
 def test_content_length_added_only_for_bodies_with_nul() -> None:
-    assert encode(Frame("SEND", {}, b"text"), "1.2") == b"SEND\n\ntext\0"
-    assert encode(Frame("SEND", {}, b"a\0b"), "1.2") == b"SEND\ncontent-length:3\n\na\0b\0"
+    assert encode(Frame("SEND", {}, b"text"), "1.2") == b"SEND\n\ntext\0\n"
+    assert encode(Frame("SEND", {}, b"a\0b"), "1.2") == b"SEND\ncontent-length:3\n\na\0b\0\n"
 
 
 def test_given_content_length_must_match() -> None:
     assert encode(Frame("SEND", {"content-length": "2"}, b"ab"), "1.2") == (
-        b"SEND\ncontent-length:2\n\nab\0"
+        b"SEND\ncontent-length:2\n\nab\0\n"
     )
     with pytest.raises(LocalProtocolError, match="does not match"):
         encode(Frame("SEND", {"content-length": "3"}, b"ab"), "1.2")
@@ -97,14 +97,14 @@ def test_given_content_length_must_match() -> None:
 
 def test_encode_message_always_writes_content_length_last() -> None:
     data = encode_message({"content-length": "99", "destination": "/q"}, b"abc", "1.2")
-    assert data == b"MESSAGE\ndestination:/q\ncontent-length:3\n\nabc\0"
-    assert encode_message({}, b"", "1.0") == b"MESSAGE\ncontent-length:0\n\n\0"
+    assert data == b"MESSAGE\ndestination:/q\ncontent-length:3\n\nabc\0\n"
+    assert encode_message({}, b"", "1.0") == b"MESSAGE\ncontent-length:0\n\n\0\n"
 
 
 def test_encode_message_accepts_pairs() -> None:
     pairs = [("destination", "/q"), ("message-id", "ID:1"), ("content-length", "1")]
     assert encode_message(pairs, b"x", "1.2") == (
-        b"MESSAGE\ndestination:/q\nmessage-id:ID\\c1\ncontent-length:1\n\nx\0"
+        b"MESSAGE\ndestination:/q\nmessage-id:ID\\c1\ncontent-length:1\n\nx\0\n"
     )
 
 
@@ -125,9 +125,9 @@ def test_encode_message_round_trips(version: str) -> None:
 
 
 def test_encode_frame_from_parts() -> None:
-    assert encode_frame("ACK", {"id": "1"}, version="1.2") == b"ACK\nid:1\n\n\0"
+    assert encode_frame("ACK", {"id": "1"}, version="1.2") == b"ACK\nid:1\n\n\0\n"
     assert encode_frame("SEND", [("a", "1")], b"x", "1.2", content_length=True) == (
-        b"SEND\na:1\ncontent-length:1\n\nx\0"
+        b"SEND\na:1\ncontent-length:1\n\nx\0\n"
     )
 
 

@@ -59,6 +59,7 @@ def error_of(data: bytes, version: str = "1.2", limits: Limits | None = None) ->
 
 STREAM = (
     b"SEND\ndestination:/queue/a\n\nhello\0"
+    b"\n"  # the frame's own EOL after its NUL, as ActiveMQ writes it: no heart-beat
     b"\n\r\n"
     b"SEND\r\ndestination:/queue/b\r\ncontent-length:5\r\n\r\na\0b\0c\0"
     b"DISCONNECT\nreceipt:77\n\n\0"

@@ -320,10 +320,10 @@ def test_transaction_header_required(command: bytes, verb: str) -> None:
 
 def test_disconnect_then_nothing_more() -> None:
     s = session()
-    events = s.receive_data(b"DISCONNECT\nreceipt:bye\n\n\0\n")
+    events = s.receive_data(b"DISCONNECT\nreceipt:bye\n\n\0\n\n")
     assert events == [Disconnect("bye"), HEARTBEAT]
     assert s.state is State.DISCONNECTED
-    assert s.receipt("bye") == b"RECEIPT\nreceipt-id:bye\n\n\0"
+    assert s.receipt("bye") == b"RECEIPT\nreceipt-id:bye\n\n\0\n"
     error = refused(s, b"SEND\ndestination:/q\n\n\0")
     assert (error.message, error.fatal) == ("Already disconnected.", True)
 
@@ -339,7 +339,7 @@ def test_server_commands_from_a_client_are_unknown() -> None:
 
 def test_events_before_an_error_ride_on_the_exception() -> None:
     s = session()
-    error = refused(s, b"BEGIN\ntransaction:t\n\n\0\nSEND\n\n\0")
+    error = refused(s, b"BEGIN\ntransaction:t\n\n\0\n\nSEND\n\n\0")
     assert error.events == (Begin("t", None), HEARTBEAT)
     parse_error = refused(session(), b"BEGIN\ntransaction:t\n\n\0JUNK\n\n\0")
     assert parse_error.events == (Begin("t", None),)
@@ -353,7 +353,7 @@ def test_validation_error_before_a_parse_error_comes_first() -> None:
 
 
 def test_byte_at_a_time() -> None:
-    data = connect_bytes("1.2") + b"SEND\ndestination:/q\ncontent-length:2\n\n\0\0\0\n"
+    data = connect_bytes("1.2") + b"SEND\ndestination:/q\ncontent-length:2\n\n\0\0\0\n\n"
     s = ServerSession()
     events: list[ServerEvent] = []
     for i in range(len(data)):
@@ -399,13 +399,13 @@ def test_message_before_connect_is_misuse() -> None:
 
 
 def test_receipt_is_escaped_per_version() -> None:
-    assert session("1.2").receipt("a:b") == b"RECEIPT\nreceipt-id:a\\cb\n\n\0"
-    assert session("1.0").receipt("a:b") == b"RECEIPT\nreceipt-id:a:b\n\n\0"
+    assert session("1.2").receipt("a:b") == b"RECEIPT\nreceipt-id:a\\cb\n\n\0\n"
+    assert session("1.0").receipt("a:b") == b"RECEIPT\nreceipt-id:a:b\n\n\0\n"
 
 
 def test_error_frame() -> None:
     s = ServerSession()
-    assert s.error("Not connected.") == b"ERROR\nmessage:Not connected.\n\n\0"
+    assert s.error("Not connected.") == b"ERROR\nmessage:Not connected.\n\n\0\n"
     frame = parse(session("1.2").error("bad\r\nthing\0", b"trace", receipt_id="r:1"), "1.2")
     assert frame.headers == {
         "message": "bad  thing",

@@ -1,8 +1,9 @@
 """Frames to bytes.
 
-A frame ends with a single NUL and nothing after it. ActiveMQ writes NUL LF; both are legal
-(STOMP 1.2 "STOMP Frames": "the NUL octet MAY be followed by any number of EOLs"), RabbitMQ writes
-NUL alone, and without the LF a peer sees no spurious heart-beat after every frame.
+A frame ends with NUL LF, as ActiveMQ ends every frame it writes. STOMP 1.2 ("STOMP Frames")
+allows any number of EOLs after the NUL, and some clients depend on the LF: PHP's PECL stomp
+reads two bytes after a body, so with a bare NUL it eats the first byte of the next frame when
+several arrive in one read. A peer reads the LF as a heart-beat, which is harmless.
 
 Header names and values are escaped per version (``escaping``), except on CONNECT, STOMP and
 CONNECTED frames. What a version cannot carry raises ``LocalProtocolError`` instead of being
@@ -56,7 +57,7 @@ def encode_message(headers: Headers, body: bytes, version: str) -> bytes:
     if version not in SUPPORTED_VERSIONS:
         raise LocalProtocolError(f"unsupported STOMP version {version!r}")
     head = _head(headers.items(), len(headers), version, version != V1_0)
-    return b"MESSAGE\n%b\ncontent-length:%d\n\n%b\0" % (head.encode(), len(body), body)
+    return b"MESSAGE\n%b\ncontent-length:%d\n\n%b\0\n" % (head.encode(), len(body), body)
 
 
 def header_block(items: Iterable[tuple[str, str]], version: str) -> bytes:
@@ -76,7 +77,7 @@ def header_block(items: Iterable[tuple[str, str]], version: str) -> bytes:
 
 def assemble_message(blocks: Iterable[bytes], body: bytes) -> bytes:
     """A MESSAGE frame from header blocks made by ``header_block``; content-length comes last."""
-    return b"MESSAGE%b\ncontent-length:%d\n\n%b\0" % (b"".join(blocks), len(body), body)
+    return b"MESSAGE%b\ncontent-length:%d\n\n%b\0\n" % (b"".join(blocks), len(body), body)
 
 
 def encode_frame(
@@ -126,8 +127,8 @@ def encode_frame(
         length = f"{CONTENT_LENGTH}:{len(body)}"
         head = f"{head}\n{length}" if head else length
     if head:
-        return b"%b\n%b\n\n%b\0" % (command.encode(), head.encode(), body)
-    return b"%b\n\n%b\0" % (command.encode(), body)
+        return b"%b\n%b\n\n%b\0\n" % (command.encode(), head.encode(), body)
+    return b"%b\n\n%b\0\n" % (command.encode(), body)
 
 
 def _head(items: Iterable[tuple[str, str]], count: int, version: str, escaped: bool) -> str:

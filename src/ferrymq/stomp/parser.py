@@ -9,7 +9,8 @@ a blank line after the headers) each new chunk is only scanned, never reparsed.
 Framing rules (STOMP 1.2 "STOMP Frames", "Augmented BNF"), and where we chose:
 
 * EOL is LF or CR LF in every version (ActiveMQ strips the CR in 1.0 and 1.2; we are lenient in
-  1.1 too). A bare EOL between frames is a heart-beat, reported as ``HEARTBEAT`` each time.
+  1.1 too). A bare EOL between frames is a heart-beat, reported as ``HEARTBEAT`` each time,
+  except the one EOL straight after a frame's NUL, which belongs to that frame.
 * ``content-length`` gives the exact body size; the body may then hold NULs and must be followed
   by a NUL. Without it the body runs to the first NUL. Any frame may carry content-length (ERROR
   frames need it), not only SEND and MESSAGE as in ActiveMQ.
@@ -61,6 +62,7 @@ class FrameParser:
         "_buf",
         "_error",
         "_fast_head",
+        "_frame_eol",
         "_limits",
         "_lines",
         "_need",
@@ -75,6 +77,8 @@ class FrameParser:
         self._buf = bytearray()
         self._error: RemoteProtocolError | None = None
         self._wait = _WAIT_ANY
+        # Whether the last frame's NUL ended the input: its EOL may still be on its way.
+        self._frame_eol = False
         self._need = 0
         self._scan = 0
         self._lines = 0
@@ -141,20 +145,29 @@ class FrameParser:
         parse_head = self._parse_head
         max_body = self._limits.max_body_bytes
         max_frame = self._limits.max_frame_bytes
+        # The one EOL that ActiveMQ (and FerryMQ) write after each frame's NUL belongs to that
+        # frame, even when it arrives in a later read; any other EOL is a heart-beat.
+        owed = self._frame_eol
         while pos < n:
             first = b[pos]
             if first == 10:
-                append(HEARTBEAT)
+                if not owed:
+                    append(HEARTBEAT)
+                owed = False
                 pos += 1
                 continue
             if first == 13:
                 if pos + 1 == n:
                     self._wait = _WAIT_ANY
+                    self._frame_eol = owed
                     return pos
                 if b[pos + 1] == 10:
-                    append(HEARTBEAT)
+                    if not owed:
+                        append(HEARTBEAT)
+                    owed = False
                     pos += 2
                     continue
+            owed = False
             nul = find(b"\0", pos)
             if nul < 0:
                 self._incomplete(b, pos)
@@ -198,9 +211,12 @@ class FrameParser:
                 raise _frame_too_large(max_frame)
             append(make_frame(command, headers, b[body_start:stop]))
             pos = stop + 1
+            owed = True
             if command in UNESCAPED_COMMANDS:
                 self._wait = _WAIT_ANY
+                self._frame_eol = True
                 return pos
+        self._frame_eol = owed
         return pos
 
     def _parse_head(self, b: bytes, start: int, stop: int) -> tuple[str, dict[str, str]]:

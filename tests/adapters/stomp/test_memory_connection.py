@@ -84,7 +84,7 @@ async def test_receipt_and_message_wait_for_the_store(
     assert store.held
     store.complete()
     await turn()
-    frames = stream.take().split(b"\0")
+    frames = stream.take().split(b"\0\n")
     assert frames[0].startswith(b"RECEIPT\nreceipt-id:r1\n")
     assert frames[1].startswith(b"MESSAGE\n")
     assert frames[1].endswith(b"hello")
