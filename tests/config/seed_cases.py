@@ -14,12 +14,13 @@ from typing import Any
 from ferrymq.config import DestinationRef, SharedFileLockerConfig
 from ferrymq.util.uri import parse_uri
 
-__all__ = ["CASES", "NOT_BROKER", "PROPERTIES", "SUPPLIED", "TYPOS", "Case"]
+__all__ = ["ARTEMIS", "CASES", "NOT_BROKER", "PROPERTIES", "SUPPLIED", "TYPOS", "Case"]
 
 PROPERTIES = {"broker-name": "fabricBroker", "data": "/var/fabric/data"}
 """Values for the fabric examples' `${broker-name}` and `${data}` (seed 001 section 10.3)."""
 
 NOT_BROKER = "not a broker configuration (Camel, seed 001 chapter 10)"
+ARTEMIS = "ActiveMQ Artemis broker.xml (seed 004): broker connections are not supported yet"
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,15 @@ CASES = [
     # Seed 003: the Master/Slave chapter.
     Case("003", 48, "section file locking requirements", _KAHA_5000),
     Case("003", 75, "Example 3.1 shared file system, damaged", _KAHA_LOCKER),
+    # Seed 004: the ActiveMQ Artemis manual, Broker Connections (broker.xml, another issue).
+    *(Case("004", line, label, rejected=ARTEMIS) for line, label in (
+        (16, "broker-connections element"), (27, "AMQP server connection"),
+        (78, "alternate hosts"), (139, "mirror"), (150, "dual mirror, broker A"),
+        (174, "disaster recovery, DC1"), (183, "disaster recovery, DC2"), (215, "sender"),
+        (222, "sender addresses"), (238, "receiver"), (244, "receiver addresses"),
+        (272, "peer"), (277, "peer addresses"), (307, "distinct queue names"),
+        (312, "distinct queue names, addresses"), (328, "federation, local queues"),
+        (354, "federation, remote queues"), (391, "federation, address policy"))),
 ]
 
 TYPOS: dict[tuple[str, int], list[tuple[str, str, str]]] = {

@@ -1,4 +1,4 @@
-"""Finding the activemq.xml examples in the seed documents and making them loadable.
+"""Finding the XML examples in the seed documents and making them loadable.
 
 Seeds 000 and 001 put examples in ``` fences, and a page break sometimes splits one example
 over two fences separated by a blank line (seed 000 Example 4.1): such fences are joined. Seeds
@@ -28,7 +28,7 @@ __all__ = [
     "write_snapshot",
 ]
 
-SEEDS = ("000", "001", "002", "003")
+SEEDS = ("000", "001", "002", "003", "004")
 
 _HTML_TAGS = {"a", "b", "i", "code", "sup", "sub", "em", "strong"}
 _TAG_START = re.compile(r"<([A-Za-z][\w.:-]*)")
@@ -76,8 +76,9 @@ def write_snapshot() -> None:
     examples = [e for prefix in SEEDS for e in extract_from_seed(prefix)]
     document = {
         "about": (
-            "activemq.xml examples extracted from FerryMQ's seed documents (Red Hat JBoss A-MQ "
-            "and Fuse documentation, CC-BY-SA 3.0, Copyright Red Hat, Inc.), kept as test data."
+            "XML examples extracted from FerryMQ's seed documents (Red Hat JBoss A-MQ and Fuse "
+            "documentation, CC-BY-SA 3.0, Copyright Red Hat, Inc.; the ActiveMQ Artemis user "
+            "manual, Apache License 2.0), kept as test data."
         ),
         "sources": {prefix: seed_path(prefix).name for prefix in SEEDS},
         "examples": [asdict(e) for e in examples],

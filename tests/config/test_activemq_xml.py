@@ -176,10 +176,11 @@ def test_bad_uri_error_reads_like_the_brief() -> None:
 @pytest.mark.parametrize(
     ("uri", "message"),
     [
-        ("amqp://0.0.0.0:5672", "scheme amqp:// is not supported"),
+        ("amqpp://0.0.0.0:5672", "scheme amqpp:// is not supported"),
         ("tcp://0.0.0.0", "expected scheme://host:port"),
         ("failover:(tcp://a:1)", "not a composite"),
-        ("tcp://h:1?soTimeout=5", "unknown URI option 'soTimeout'"),
+        ("tcp://h:1?transport.closeAsinc=false", "did you mean transport.closeAsync?"),
+        ("tcp://h:1?frobnicate=5", "unknown URI option 'frobnicate' (accepted: max"),
         ("tcp://h:1?maximumConnections=0", "maximumConnections: must be at least 1"),
         ("tcp://h:1?transport.defaultHeartBeat=10", "cx,cy"),
     ],
@@ -202,10 +203,21 @@ def test_unknown_attribute_suggests_the_right_spelling() -> None:
 
 
 def test_unknown_element_is_an_error() -> None:
-    error = error_of(broker("<transportConnectors/>\n<destinationInterceptors/>"))
+    error = error_of(broker("<transportConnectors/>\n<destinationInterceptor/>"))
     assert error.line == 3
-    assert error.element == "<destinationInterceptors>"
-    assert "unknown element <destinationInterceptors> in <broker>" in str(error)
+    assert error.element == "<destinationInterceptor>"
+    message = "unknown element <destinationInterceptor> in <broker>; did you mean"
+    assert message in str(error)
+    assert str(error).endswith("destinationInterceptors?")
+
+
+def test_a_valid_activemq_element_ferrymq_ignores_is_a_warning() -> None:
+    config = parse_config(broker("<transportConnectors/>\n<destinationInterceptors/>"), "a.xml")
+    (ignored,) = config.ignored
+    assert str(ignored) == (
+        "a.xml:3: <broker> <destinationInterceptors>: "
+        "virtual and composite destinations are not supported yet"
+    )
 
 
 @pytest.mark.parametrize(
@@ -267,9 +279,15 @@ def test_locker_must_suit_the_store() -> None:
     assert "needs <jdbcPersistenceAdapter>" in str(error_of(text))
 
 
-def test_jdbc_needs_a_data_source_bean() -> None:
-    missing = broker("<persistenceAdapter><jdbcPersistenceAdapter/></persistenceAdapter>")
-    assert error_of(missing).attribute == "dataSource"
+def test_jdbc_without_a_data_source_is_the_embedded_store() -> None:
+    # ActiveMQ's default is an embedded Derby database; FerryMQ's embedded store stands for it.
+    text = broker("<persistenceAdapter><jdbcPersistenceAdapter/></persistenceAdapter>")
+    config = parse_config(text, "a.xml")
+    assert config.persistence == KahaDBConfig()
+    assert "embedded Derby" in str(config.ignored[0])
+
+
+def test_jdbc_data_source_reference_must_resolve() -> None:
     dangling = broker(
         '<persistenceAdapter><jdbcPersistenceAdapter dataSource="#nope"/></persistenceAdapter>'
     )
@@ -295,16 +313,36 @@ def test_namespace_prefixes_are_ignored() -> None:
     assert config.transport_connectors[0].scheme == "stomp"
 
 
-def test_unknown_bean_class_is_an_error_unless_referenced() -> None:
-    text = f'<beans>{broker("")}<bean id="x" class="com.example.Thing"/></beans>'
-    error = error_of(text)
-    assert error.attribute == "class"
-    assert "com.example.Thing" in str(error)
+def test_an_unreferenced_bean_is_not_created_and_says_so() -> None:
+    text = f'<beans>{broker("")}\n<bean id="x" class="com.example.Thing"/></beans>'
+    (ignored,) = parse_config(text, "a.xml").ignored
+    assert ignored.element == '<bean class="com.example.Thing">'
+    assert ignored.location.line == 4
+    assert "does not create this bean" in ignored.reason
 
 
-def test_other_imports_are_errors() -> None:
-    text = f'<beans>{broker("")}<import resource="camel.xml"/></beans>'
-    assert "imports are not followed" in str(error_of(text))
+def test_data_source_pool_settings_are_warned_about() -> None:
+    bean = (
+        '<bean id="pg" class="org.apache.commons.dbcp2.BasicDataSource">'
+        '<property name="url" value="jdbc:postgresql://h/db"/>'
+        '<property name="maxTotal" value="200"/></bean>'
+    )
+    used = broker(
+        '<persistenceAdapter><jdbcPersistenceAdapter dataSource="#pg"/></persistenceAdapter>'
+    )
+    (pool,) = parse_config(f"<beans>{used}{bean}</beans>").ignored
+    assert pool.element == '<property name="maxTotal">'
+    assert "pool settings have no effect" in pool.reason
+    (unused,) = parse_config(f"<beans>{broker('')}{bean}</beans>").ignored
+    assert "not used" in unused.reason
+
+
+def test_other_imports_are_warned_about() -> None:
+    text = f'<beans>{broker("")}<import resource="camel.xml"/><import resource="x.xml"/></beans>'
+    camel, other = parse_config(text, "a.xml").ignored
+    assert "does not run Camel routes" in camel.reason
+    assert camel.element == '<import resource="camel.xml">'
+    assert "imported files are not read" in other.reason
 
 
 def test_duplicate_network_connector_names() -> None:
@@ -361,10 +399,70 @@ def test_pending_features_name_file_line_and_element() -> None:
         'activemq.xml:3: <networkConnector name="linkToCluster"> useCompression: has no effect '
         "in FerryMQ (docs/networks.md says why)",
         'activemq.xml:6: <transportConnector uri="ssl://0.0.0.0:61617">: TLS listeners are not '
-        "supported yet",
+        "supported yet; this listener is not opened",
+    ]
+
+
+def test_activemq_listeners_ferrymq_does_not_serve_are_left_closed() -> None:
+    text = broker(
+        "<transportConnectors>\n"
+        '<transportConnector name="ws" uri="ws://localhost:61614/"/>\n'
+        '<transportConnector name="mqtt" uri="mqtt+nio://0.0.0.0:1883?transport.x=y"/>\n'
+        '<transportConnector name="stomp" uri="stomp://0.0.0.0:1?transport.closeAsync=false"/>\n'
+        "</transportConnectors>"
+    )
+    config = parse_config(text, "a.xml")
+    assert [c.name for c in config.transport_connectors] == ["stomp"]
+    assert [str(i) for i in config.ignored] == [
+        'a.xml:3: <transportConnector uri="ws://localhost:61614/">: WebSocket listeners are not '
+        "served yet; this listener is not opened",
+        'a.xml:4: <transportConnector uri="mqtt+nio://0.0.0.0:1883?transport.x=y">: MQTT is not '
+        "served by FerryMQ; this listener is not opened",
+        "a.xml:5: <transportConnector uri> option transport.closeAsync: an ActiveMQ transport "
+        "option with no meaning for FerryMQ's listener",
     ]
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "absent.xml")
+
+
+def test_a_tcp_connector_named_openwire_is_warned_about() -> None:
+    """Issue 15, item 6: ActiveMQ serves OpenWire there; FerryMQ serves STOMP and says so."""
+    text = broker(
+        "<transportConnectors>\n"
+        '<transportConnector name="openwire" uri="tcp://0.0.0.0:61616"/>\n'
+        '<transportConnector name="OpenWire" uri="auto+nio://0.0.0.0:61617"/>\n'
+        '<transportConnector name="stomp" uri="tcp://0.0.0.0:61613"/>\n'
+        "</transportConnectors>"
+    )
+    lines = pending_features(parse_config(text, "activemq.xml"))
+    assert lines == [
+        'activemq.xml:3: <transportConnector name="openwire" uri="tcp://0.0.0.0:61616">: FerryMQ '
+        "serves STOMP on this listener until OpenWire exists; Java OpenWire clients (ActiveMQ's "
+        "JMS client) cannot connect to it",
+        'activemq.xml:4: <transportConnector name="OpenWire" uri="auto+nio://0.0.0.0:61617">: '
+        "FerryMQ serves STOMP on this listener until OpenWire exists; Java OpenWire clients "
+        "(ActiveMQ's JMS client) cannot connect to it",
+    ]
+
+
+def test_a_refused_plugin_names_itself() -> None:
+    error = error_of(broker("<plugins>\n<jaasAuthenticationPlugin configuration='x'/>\n</plugins>"))
+    assert error.line == 3
+    assert str(error).startswith("activemq.xml:3: <jaasAuthenticationPlugin>: not supported yet")
+
+
+def test_an_unknown_attribute_valid_in_activemq_is_a_warning_once() -> None:
+    text = broker(
+        '<persistenceAdapter><kahaDB directory="d" enableIndexWriteAsync="true"/>'
+        "</persistenceAdapter>"
+    )
+    (ignored,) = parse_config(text, "a.xml").ignored
+    assert str(ignored) == (
+        "a.xml:2: <kahaDB enableIndexWriteAsync>: KahaDB tuning: FerryMQ's embedded store is "
+        "SQLite, which keeps its own journal and index"
+    )
+    typo = broker('<persistenceAdapter><kahaDB enableIndexWriteAsinc="true"/></persistenceAdapter>')
+    assert "did you mean enableIndexWriteAsync?" in str(error_of(typo))

@@ -1,4 +1,6 @@
-"""Every activemq.xml example in seeds 000-003 loads, with the values the seed gives it.
+"""Every activemq.xml example in seeds 000-003 loads, with the values the seed gives it, and
+every ActiveMQ Artemis broker.xml example of seed 004 is refused with an error that names its
+element and says it is not supported yet (issue 15, item 8).
 
 `CASES` names each example found by `seed_xml.extract_examples` by seed, example or figure number
 (or section, when the seed gives none) and line, and spot-checks the model values that example is
@@ -34,14 +36,12 @@ from ferrymq.config import (
     parse_config,
 )
 from ferrymq.util.uri import CompositeURI
-from tests.config.seed_cases import CASES, PROPERTIES, SUPPLIED, TYPOS, Case
-from tests.config.seed_xml import Example, extract_examples, normalise, wrap
+from tests.config.seed_cases import ARTEMIS, CASES, NOT_BROKER, PROPERTIES, SUPPLIED, TYPOS, Case
+from tests.config.seed_xml import SEEDS, Example, extract_examples, normalise, wrap
 
 
 def _examples() -> dict[tuple[str, int], Example]:
-    return {
-        (e.seed, e.line): e for seed in ("000", "001", "002", "003") for e in extract_examples(seed)
-    }
+    return {(e.seed, e.line): e for seed in SEEDS for e in extract_examples(seed)}
 
 
 EXAMPLES = _examples()
@@ -80,7 +80,7 @@ def _tags(text: str) -> list[str]:
 def test_the_table_lists_every_example_in_the_seeds() -> None:
     listed = {(c.seed, c.line) for c in CASES}
     assert listed == set(EXAMPLES), "seed examples changed: update CASES"
-    assert len(CASES) == 74
+    assert len(CASES) == 74 + 18
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,9 @@ def test_example_loads(case: Case) -> None:
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if c.rejected], ids=lambda c: f"seed{c.seed}-line{c.line}-{c.label}"
+    "case",
+    [c for c in CASES if c.rejected == NOT_BROKER],
+    ids=lambda c: f"seed{c.seed}-line{c.line}-{c.label}",
 )
 def test_camel_examples_are_not_broker_configurations(case: Case) -> None:
     example = EXAMPLES[case.seed, case.line]
@@ -105,6 +107,23 @@ def test_camel_examples_are_not_broker_configurations(case: Case) -> None:
     assert "camel" in example.text.lower() or "websphere" in example.text.lower()
     with pytest.raises(ConfigError):
         parse_config(normalise(example.text), "jms-bridge.xml", PROPERTIES)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if c.rejected == ARTEMIS],
+    ids=lambda c: f"seed{c.seed}-line{c.line}-{c.label}",
+)
+def test_artemis_examples_are_refused_naming_the_element(case: Case) -> None:
+    """Seed 004's broker.xml fragments are another issue's: refused, saying what and why."""
+    example = EXAMPLES[case.seed, case.line]
+    with pytest.raises(ConfigError) as caught:
+        parse_config(normalise(example.text), "broker.xml")
+    root = re.match(r"\s*<([\w-]+)", example.text)
+    assert root is not None
+    assert caught.value.element.startswith(f"<{root.group(1)}")
+    assert "ActiveMQ Artemis's broker.xml, which FerryMQ does not read yet" in str(caught.value)
+    assert "not supported yet" in str(caught.value)
 
 
 def test_seed003_example_3_1_is_seed000_example_3_1_with_lines_lost() -> None:

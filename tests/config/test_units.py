@@ -16,13 +16,17 @@ from ferrymq.config.units import parse_bool, parse_float, parse_int, parse_size
         ("512KB", 512 << 10),
         (" 1 b ", 1),
         ("2 tb", 2 << 40),
+        # ActiveMQ's own examples write the short units (activemq-specjms.xml).
+        ("62k", 62 << 10),
+        ("1g", 1 << 30),
+        ("2 g", 2 << 30),
     ],
 )
 def test_sizes(text: str, size: int) -> None:
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["70 %", "1.5 gb", "", "mb", "-1", "10 pb"])
+@pytest.mark.parametrize("text", ["70 %", "1.5 gb", "", "mb", "-1", "10 pb", "1 bb"])
 def test_bad_sizes(text: str) -> None:
     with pytest.raises(ValueError, match="expected a size"):
         parse_size(text)

@@ -5,28 +5,33 @@ Accepted documents: a Spring `<beans>` root holding one `<broker>` (any namespac
 wanted them alphabetical). Spring `${name}` placeholders are resolved from the properties given;
 `activemq.base`, `activemq.home` and `activemq.conf` default to the file's directory and
 `activemq.data` to FerryMQ's default data directory, "data". An unknown element, attribute,
-placeholder or bean class, or a value that does not parse, is a `ConfigError` naming file, line,
-element and attribute.
+placeholder, or a value that does not parse, is a `ConfigError` naming file, line, element and
+attribute. A valid ActiveMQ 5.x setting that FerryMQ does not act on is accepted and reported in
+`BrokerConfig.ignored` with the reason (`schema`, docs/configuration.md). `check_config` reads a
+whole file and lists every problem instead of stopping at the first.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 from ferrymq.config.errors import ConfigError
 from ferrymq.config.model import (
     BrokerConfig,
     IgnoredElement,
-    ManagementContextConfig,
     MasterConnectorConfig,
+    MessageTraceConfig,
     ServicesConfig,
     SystemUsageConfig,
 )
+from ferrymq.config.pending import pending_features
 from ferrymq.config.persistence import KahaDBConfig, PersistenceConfig
-from ferrymq.config.policy import PolicyMap
+from ferrymq.config.policy import PolicyMap, RedeliveryPluginConfig
 from ferrymq.config.spring import (
     HARMLESS_BEAN_CLASSES,
     admin_from_beans,
@@ -36,11 +41,14 @@ from ferrymq.config.spring import (
 from ferrymq.config.xml_bridge import read_jms_bridge_connectors
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext, read_document
 from ferrymq.config.xml_network import read_network_connectors
-from ferrymq.config.xml_persistence import read_persistence_adapter
+from ferrymq.config.xml_persistence import read_persistence_adapter, read_persistence_factory
 from ferrymq.config.xml_policy import read_destination_policy, read_plugins
 from ferrymq.config.xml_transport import read_transport_connectors
+from ferrymq.config.xml_usage import read_management_context, read_system_usage
 
-__all__ = ["load_config", "parse_config"]
+__all__ = ["CheckResult", "check_config", "load_config", "parse_config"]
+
+_T = TypeVar("_T")
 
 _BROKER_CHILDREN = {
     "transportConnectors",
@@ -53,18 +61,58 @@ _BROKER_CHILDREN = {
     "jmsBridgeConnectors",
     "managementContext",
     "shutdownHooks",
+    "persistenceFactory",
 }
-_JETTY_IMPORT = re.compile(r"(.*/)?jetty\.xml")
+_ARTEMIS_ROOTS = frozenset(
+    {
+        "configuration",
+        "core",
+        "broker-connections",
+        "broker-connection",
+        "addresses",
+        "address-settings",
+        "acceptors",
+        "connectors",
+        "security-settings",
+    }
+)
+"""Elements of ActiveMQ Artemis's broker.xml, as the root of what was given."""
+_JETTY_IMPORT = re.compile(r"(.*/)?jetty[\w-]*\.xml")
+_CAMEL_IMPORT = re.compile(r"(.*/)?camel[\w-]*\.xml")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Everything `check_config` found: errors (the broker would not start) and the settings
+    it would ignore, each line starting with `file:line`. `config` is None when errors exist."""
+
+    errors: tuple[ConfigError, ...]
+    warnings: tuple[str, ...]
+    """What the broker would report at start as ignored or not yet done."""
+    config: BrokerConfig | None
 
 
 def load_config(path: Path, properties: Mapping[str, str] | None = None) -> BrokerConfig:
     """Load an activemq.xml file. Relative paths inside stay relative to the working directory,
     as in ActiveMQ; `${activemq.conf}` and friends point at the file's directory."""
+    return _load(_read_file(path), str(path), properties, path.parent.resolve())
+
+
+def check_config(path: Path, properties: Mapping[str, str] | None = None) -> CheckResult:
+    """Read the whole file, gathering every error rather than stopping at the first."""
+    context = _context(str(path), properties, path.parent.resolve(), collect=True)
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(str(path), None, "", None, f"cannot read: {error.strerror}") from None
-    return _load(data, str(path), properties, path.parent.resolve())
+        config = _read_config(context, _read_file(path))
+    except ConfigError as error:  # one that leaves nothing further to read
+        context.errors.append(error)
+        config = None
+    errors = sorted(context.errors, key=lambda e: e.line or 0)
+    if config is not None:  # read to the end: its errors are gathered, its warnings known
+        warnings = pending_features(config)
+    else:
+        ignored = sorted(context.ignored, key=lambda i: i.location.line or 0)
+        warnings = [str(i) for i in ignored]
+    return CheckResult(tuple(errors), tuple(warnings), None if errors else config)
 
 
 def parse_config(
@@ -74,9 +122,16 @@ def parse_config(
     return _load(text, source, properties, Path.cwd())
 
 
-def _load(
-    data: bytes | str, source: str, properties: Mapping[str, str] | None, base: Path
-) -> BrokerConfig:
+def _read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as error:
+        raise ConfigError(str(path), None, "", None, f"cannot read: {error.strerror}") from None
+
+
+def _context(
+    source: str, properties: Mapping[str, str] | None, base: Path, *, collect: bool = False
+) -> LoadContext:
     values = {
         "activemq.base": str(base),
         "activemq.home": str(base),
@@ -84,7 +139,29 @@ def _load(
         "activemq.data": "data",
     }
     values.update(properties or {})
-    context = LoadContext(source, values)
+    return LoadContext(source, values, collect=collect)
+
+
+def _load(
+    data: bytes | str, source: str, properties: Mapping[str, str] | None, base: Path
+) -> BrokerConfig:
+    return _read_config(_context(source, properties, base), data)
+
+
+def _section(context: LoadContext, read: Callable[[], _T], default: _T) -> _T:
+    """Read one part of the file; when collecting, an error there is noted and reading goes on
+    with the part's default."""
+    try:
+        return read()
+    except ConfigError as error:
+        if not context.collect:
+            raise
+        context.errors.append(error)
+        return default
+
+
+def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
+    source = context.source
     root = read_document(data, source)
     ignored: list[IgnoredElement] = []
     beans: list[Element] = []
@@ -92,12 +169,21 @@ def _load(
         broker = root
     elif root.name == "beans":
         broker, beans = _beans(context, root, ignored)
+    elif root.name in _ARTEMIS_ROOTS:
+        message = (
+            "this is ActiveMQ Artemis's broker.xml, which FerryMQ does not read yet (Artemis "
+            "broker connections are not supported yet); FerryMQ reads ActiveMQ 5.x's activemq.xml"
+        )
+        raise context.error(root, message)
     else:
         raise context.error(root, "expected <beans> or <broker> as the document root")
     config = _broker(context, broker, ignored)
-    for element, reason in check_beans(context, beans):
+    no_beans: list[tuple[Element, str]] = []
+    checked = _section(context, lambda: check_beans(context, beans), no_beans)
+    for element, reason in checked:
         ignored.append(IgnoredElement(context.location(element), element.describe("class"), reason))
-    admin = admin_from_beans(context, beans) or config.admin
+    admin = _section(context, lambda: admin_from_beans(context, beans), None) or config.admin
+    ignored.extend(context.ignored)
     ordered = tuple(sorted(ignored, key=lambda i: i.location.line or 0))
     return replace(config, admin=admin, ignored=ordered)
 
@@ -114,7 +200,7 @@ def _beans(
         if child.name == "broker":
             brokers.append(child)
         elif child.name == "bean":
-            register_bean(context, child)
+            _section(context, partial(register_bean, context, child), None)
             beans.append(child)
         elif child.name == "import":
             ignored.append(_import(context, child))
@@ -136,12 +222,17 @@ def _beans(
 
 def _import(context: LoadContext, element: Element) -> IgnoredElement:
     reader = context.reader(element)
-    resource = reader.required("resource")
+    resource = reader.string("resource", "")
     reader.finish()
-    if not _JETTY_IMPORT.fullmatch(resource):
-        message = "imports are not followed; put this configuration in the broker's file"
-        raise reader.error(message, "resource")
-    reason = "ActiveMQ's web console is not loaded; FerryMQ's admin API replaces it"
+    if _JETTY_IMPORT.fullmatch(resource):
+        reason = "ActiveMQ's web console is not loaded; FerryMQ's admin API replaces it"
+    elif _CAMEL_IMPORT.fullmatch(resource):
+        reason = "FerryMQ does not run Camel routes; the imported file is not read"
+    else:
+        reason = (
+            "imported files are not read: FerryMQ reads only this file, so put broker settings "
+            "in it"
+        )
     return IgnoredElement(reader.location(), element.describe("resource"), reason)
 
 
@@ -151,21 +242,20 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
     persistent = reader.boolean("persistent", True)
     broker_name = reader.string("brokerName", "localhost").strip()
     if not broker_name:
-        raise reader.error("the broker name must not be empty", "brokerName")
-    persistence: PersistenceConfig | None = KahaDBConfig() if persistent else None
-    if "persistenceAdapter" in parts:
-        adapter = read_persistence_adapter(context, parts["persistenceAdapter"])
-        if persistent:
-            persistence = adapter
-        else:
-            reason = 'persistent="false": messages are kept in memory and this store is unused'
-            location = context.location(parts["persistenceAdapter"])
-            ignored.append(IgnoredElement(location, "<persistenceAdapter>", reason))
+        context.report(reader.error("the broker name must not be empty", "brokerName"))
+        broker_name = "localhost"
     if "shutdownHooks" in parts:
-        ignored.extend(_shutdown_hooks(context, parts["shutdownHooks"]))
-    redelivery, message_trace = (
-        read_plugins(context, parts["plugins"]) if "plugins" in parts else (None, None)
-    )
+        hooks = parts["shutdownHooks"]
+        ignored.extend(_section(context, lambda: _shutdown_hooks(context, hooks), []))
+    no_plugins: tuple[RedeliveryPluginConfig | None, MessageTraceConfig | None] = (None, None)
+    redelivery, message_trace = _read(context, parts, "plugins", read_plugins, no_plugins)
+    start = reader.boolean("start", True)
+    if not start:
+        reason = (
+            'start="false" leaves starting to the application that embeds ActiveMQ; '
+            "`ferrymq broker` starts the broker it is given"
+        )
+        ignored.append(IgnoredElement(reader.location(), '<broker start="false">', reason))
     config = BrokerConfig(
         broker_name=broker_name,
         broker_id=reader.optional("brokerId"),
@@ -175,38 +265,40 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         advisory_support=reader.boolean("advisorySupport", True),
         scheduler_support=reader.boolean("schedulerSupport", False),
         scheduler_directory=reader.path("schedulerDirectory"),
-        start=reader.boolean("start", True),
+        start=start,
         use_shutdown_hook=reader.boolean("useShutdownHook", True),
         delete_all_messages_on_startup=reader.boolean("deleteAllMessagesOnStartup", False),
         network_connector_start_async=reader.boolean("networkConnectorStartAsync", False),
         use_virtual_dest_subs=reader.boolean("useVirtualDestSubs", False),
         bean_id=reader.optional("id"),
         transport_connectors=tuple(
-            read_transport_connectors(context, parts["transportConnectors"])
-            if "transportConnectors" in parts
-            else ()
+            _read(context, parts, "transportConnectors", read_transport_connectors, [])
         ),
         network_connectors=tuple(
-            read_network_connectors(context, parts["networkConnectors"])
-            if "networkConnectors" in parts
-            else ()
+            _read(context, parts, "networkConnectors", read_network_connectors, [])
         ),
-        persistence=persistence,
-        system_usage=_system_usage(context, parts.get("systemUsage")),
-        destination_policy=(
-            read_destination_policy(context, parts["destinationPolicy"])
-            if "destinationPolicy" in parts
-            else PolicyMap()
+        persistence=_persistence(context, parts, persistent, ignored),
+        system_usage=_section(
+            context,
+            lambda: read_system_usage(context, parts.get("systemUsage")),
+            SystemUsageConfig(),
+        ),
+        destination_policy=_read(
+            context, parts, "destinationPolicy", read_destination_policy, PolicyMap()
         ),
         redelivery_policies=redelivery,
         message_trace=message_trace,
-        services=_services(context, reader, parts.get("services")),
-        jms_bridge_connectors=tuple(
-            read_jms_bridge_connectors(context, parts["jmsBridgeConnectors"])
-            if "jmsBridgeConnectors" in parts
-            else ()
+        services=_section(
+            context,
+            lambda: _services(context, reader, parts.get("services")),
+            ServicesConfig(),
         ),
-        management_context=_management(context, parts.get("managementContext")),
+        jms_bridge_connectors=tuple(
+            _read(context, parts, "jmsBridgeConnectors", read_jms_bridge_connectors, [])
+        ),
+        management_context=_section(
+            context, lambda: read_management_context(context, parts.get("managementContext")), None
+        ),
         source=context.source,
         location=reader.location(),
     )
@@ -214,14 +306,53 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
     return config
 
 
+def _read(
+    context: LoadContext,
+    parts: Mapping[str, Element],
+    name: str,
+    read: Callable[[LoadContext, Element], _T],
+    default: _T,
+) -> _T:
+    """`read` the broker's `<name>` part if the file has one (see `_section`)."""
+    if name not in parts:
+        return default
+    return _section(context, lambda: read(context, parts[name]), default)
+
+
+def _persistence(
+    context: LoadContext,
+    parts: Mapping[str, Element],
+    persistent: bool,
+    ignored: list[IgnoredElement],
+) -> PersistenceConfig | None:
+    default: PersistenceConfig | None = KahaDBConfig() if persistent else None
+    if "persistenceAdapter" in parts:
+        adapter = _read(context, parts, "persistenceAdapter", read_persistence_adapter, default)
+        chosen, element = adapter, parts["persistenceAdapter"]
+        if "persistenceFactory" in parts:
+            reason = "the <persistenceAdapter> of this broker is used instead"
+            location = context.location(parts["persistenceFactory"])
+            ignored.append(IgnoredElement(location, "<persistenceFactory>", reason))
+    elif "persistenceFactory" in parts:
+        chosen = _read(context, parts, "persistenceFactory", read_persistence_factory, default)
+        element = parts["persistenceFactory"]
+    else:
+        return default
+    if persistent:
+        return chosen
+    reason = 'persistent="false": messages are kept in memory and this store is unused'
+    ignored.append(IgnoredElement(context.location(element), f"<{element.name}>", reason))
+    return None
+
+
 def _shutdown_hooks(context: LoadContext, element: Element) -> list[IgnoredElement]:
     reader = context.reader(element)
     result = []
     for bean in reader.children({"bean"}):
         class_name = bean.attributes.get("class", "")
-        if class_name not in HARMLESS_BEAN_CLASSES:
-            raise context.error(bean, f"unknown shutdown hook class {class_name!r}", "class")
-        reason = HARMLESS_BEAN_CLASSES[class_name]
+        reason = HARMLESS_BEAN_CLASSES.get(
+            class_name, "a shutdown hook bean: FerryMQ runs no Spring beans when it stops"
+        )
         result.append(IgnoredElement(context.location(bean), bean.describe("class"), reason))
     reader.finish()
     return result
@@ -261,70 +392,3 @@ def _services(
         shutdown_on_slave_failure=broker.boolean("shutdownOnSlaveFailure", False),
         shutdown_on_master_failure=broker.boolean("shutdownOnMasterFailure", False),
     )
-
-
-def _system_usage(context: LoadContext, element: Element | None) -> SystemUsageConfig:
-    if element is None:
-        return SystemUsageConfig()
-    outer = context.reader(element)
-    inner_elements = outer.children({"systemUsage"})
-    outer.finish()
-    if len(inner_elements) != 1:
-        raise context.error(element, "expected one <systemUsage> inside <systemUsage>")
-    reader = context.reader(inner_elements[0])
-    parts = reader.single_children({"memoryUsage", "storeUsage", "tempUsage"})
-    defaults = SystemUsageConfig()
-    limits: dict[str, int | None] = {}
-    percent: int | None = None
-    for name in ("memoryUsage", "storeUsage", "tempUsage"):
-        if name not in parts:
-            continue
-        wrapper = context.reader(parts[name])
-        usage_elements = wrapper.children({name})
-        wrapper.finish()
-        if len(usage_elements) != 1:
-            raise context.error(parts[name], f"expected one <{name}> inside <{name}>")
-        usage = context.reader(usage_elements[0])
-        limits[name] = usage.size("limit")
-        if name == "memoryUsage":
-            percent = usage.optional_integer("percentOfJvmHeap", minimum=1)
-            if percent is not None and percent > 100:
-                raise usage.error("a percentage must be at most 100", "percentOfJvmHeap")
-        usage.children(())
-        usage.finish()
-    config = SystemUsageConfig(
-        memory_limit=_or(limits.get("memoryUsage"), defaults.memory_limit),
-        memory_percent_of_ram=percent,
-        store_limit=_or(limits.get("storeUsage"), defaults.store_limit),
-        temp_limit=_or(limits.get("tempUsage"), defaults.temp_limit),
-        send_fail_if_no_space=reader.boolean("sendFailIfNoSpace", False),
-        send_fail_if_no_space_after_timeout_ms=reader.optional_integer(
-            "sendFailIfNoSpaceAfterTimeout", minimum=0
-        ),
-        location=context.location(element),
-    )
-    reader.finish()
-    return config
-
-
-def _or(value: int | None, default: int) -> int:
-    return default if value is None else value
-
-
-def _management(context: LoadContext, element: Element | None) -> ManagementContextConfig | None:
-    if element is None:
-        return None
-    outer = context.reader(element)
-    inner = outer.children({"managementContext"})
-    outer.finish()
-    if len(inner) != 1:
-        raise context.error(element, "expected one <managementContext> inside <managementContext>")
-    reader = context.reader(inner[0])
-    config = ManagementContextConfig(
-        create_connector=reader.boolean("createConnector", True),
-        connector_port=reader.integer("connectorPort", 1099, minimum=0),
-        location=reader.location(),
-    )
-    reader.children(())
-    reader.finish()
-    return config

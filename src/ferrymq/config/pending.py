@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from ferrymq.config.errors import Location
 from ferrymq.config.model import BrokerConfig
+from ferrymq.config.network import NetworkConnectorConfig
 from ferrymq.config.persistence import (
     DatabaseLockerConfig,
     JdbcPersistenceConfig,
@@ -22,6 +23,9 @@ from ferrymq.config.persistence import (
 
 __all__ = ["PENDING", "pending_features"]
 
+_OPENWIRE_SCHEMES = frozenset({"tcp", "nio", "auto", "auto+nio"})
+"""Schemes on which ActiveMQ serves OpenWire, and FerryMQ STOMP."""
+
 PENDING: Mapping[str, str] = MappingProxyType(
     {
         "network-no-effect": "has no effect in FerryMQ (docs/networks.md says why)",
@@ -30,7 +34,6 @@ PENDING: Mapping[str, str] = MappingProxyType(
             "deleted while the bridge was down is kept until deleted by hand"
         ),
         "listener-ssl": "TLS listeners are not supported yet",
-        "listener-vm": "in-process vm:// listeners are not supported yet",
         "jms-bridge": "JMS-to-JMS bridges are not supported yet",
         "database-locker": (
             "<database-locker> runs as a lease-database-locker: a row lock held by a "
@@ -51,6 +54,20 @@ PENDING: Mapping[str, str] = MappingProxyType(
         "kahadb-journal": "ignored: SQLite in WAL mode keeps its own journal and indexes",
         "amq-adapter": "stored like <kahaDB>: SQLite in the same directory",
         "percent-of-heap": "FerryMQ has no JVM heap: read as a percent of physical RAM",
+        "openwire-listener": (
+            "FerryMQ serves STOMP on this listener until OpenWire exists; Java OpenWire clients "
+            "(ActiveMQ's JMS client) cannot connect to it"
+        ),
+        "network-dispatch-sync": (
+            "ignored: a FerryMQ bridge always dispatches asynchronously, in order, and removes a "
+            "message only once the remote broker confirmed it"
+        ),
+        "network-failed-forward-advisory": (
+            "ignored: FerryMQ publishes no advisory for a failed forward; the bridge retries it"
+        ),
+        "network-id-seed": (
+            "ignored: FerryMQ always builds a bridge's consumer ids from the broker's id"
+        ),
     }
 )
 """Feature key -> what the broker says about it. Later issues remove keys as they build them."""
@@ -92,13 +109,15 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
         ):
             if value:
                 yield "network-no-effect", network.location, f"{element} {attribute}"
+        yield from _network_ignored(network, element)
     for listener in config.transport_connectors:
         element = f'<transportConnector uri="{listener.uri}">'
         scheme = listener.scheme.lower()
         if scheme in ("ssl", "stomp+ssl"):
             yield "listener-ssl", listener.location, element
-        if scheme == "vm":
-            yield "listener-vm", listener.location, element
+        if scheme in _OPENWIRE_SCHEMES and (listener.name or "").lower() == "openwire":
+            named = f'<transportConnector name="{listener.name}" uri="{listener.uri}">'
+            yield "openwire-listener", listener.location, named
     for bridge in config.jms_bridge_connectors:
         tag = "jmsQueueConnector" if bridge.kind == "queue" else "jmsTopicConnector"
         yield "jms-bridge", bridge.location, f"<{tag}>"
@@ -121,6 +140,27 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     if config.system_usage.memory_percent_of_ram is not None:
         location = config.system_usage.location
         yield "percent-of-heap", location, "<memoryUsage percentOfJvmHeap>"
+
+
+def _network_ignored(
+    network: NetworkConnectorConfig, element: str
+) -> Iterator[tuple[str, Location | None, str]]:
+    """Network connector settings that are parsed and, set away from the default, not done."""
+    for key, attribute, value in (
+        ("network-dispatch-sync", 'dispatchAsync="false"', not network.dispatch_async),
+        (
+            "network-failed-forward-advisory",
+            'advisoryForFailedForward="true"',
+            network.advisory_for_failed_forward,
+        ),
+        (
+            "network-id-seed",
+            'useBrokerNamesAsIdSeed="false"',
+            not network.use_broker_names_as_id_seed,
+        ),
+    ):
+        if value:
+            yield key, network.location, f"{element} {attribute}"
 
 
 def _store_uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:

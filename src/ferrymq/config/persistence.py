@@ -154,7 +154,8 @@ class JdbcPersistenceConfig:
     """`<jdbcPersistenceAdapter>`: the shared-database store, PostgreSQL in FerryMQ."""
 
     data_source: DataSourceConfig
-    """`dataSource="#id"`, resolved. Required: FerryMQ has no embedded Derby default."""
+    """`dataSource="#id"`, resolved. Without one (ActiveMQ's embedded Derby default) the loader
+    gives the embedded store (`KahaDBConfig`) instead, and says so."""
     lock_keep_alive_period_ms: int = 30000
     """`lockKeepAlivePeriod`: how often the master renews or checks its lock. Default 30000."""
     locker: LockerConfig | None = None

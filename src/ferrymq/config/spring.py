@@ -8,8 +8,8 @@ ActiveMQ's file is a Spring context, so it may hold any bean. FerryMQ accepts th
   become the admin API's), even when nothing refers to them;
 * the harmless classes in `HARMLESS_BEAN_CLASSES`, ignored and reported with the reason.
 
-Any other bean is an error: a bean FerryMQ would silently not run is a configuration that does
-not do what its author meant.
+Any other bean is accepted and reported as not created, with the reason (docs/configuration.md):
+FerryMQ is not a Spring container, and saying so is what keeps the file honest.
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ HARMLESS_BEAN_CLASSES: Mapping[str, str] = MappingProxyType(
             "a Spring shutdown hook; FerryMQ stops cleanly on SIGTERM by itself"
         ),
         "io.fabric8.insight.log.log4j.Log4jLogQuery": "the log viewer of older ActiveMQ consoles",
+        "org.jasypt.spring4.properties.EncryptablePropertyPlaceholderConfigurer": (
+            _PLACEHOLDER_REASON
+        ),
+        "org.jasypt.spring31.properties.EncryptablePropertyPlaceholderConfigurer": (
+            _PLACEHOLDER_REASON
+        ),
     }
 )
 """Bean classes that are accepted and ignored, with the reason reported at start."""
@@ -67,6 +73,16 @@ DATA_SOURCE_CLASSES = frozenset(
 """JDBC data source classes accepted even when no adapter refers to them."""
 
 WEB_CONSOLE_PORT_CLASS = "org.apache.activemq.web.WebConsolePort"
+
+_POOL_REASON = (
+    "a connection pool setting: FerryMQ's database store opens its own connections (one writer,"
+    " one for the lock), so pool settings have no effect"
+)
+_UNUSED_DATA_SOURCE = "no persistence adapter refers to this data source, so it is not used"
+_NOT_CREATED = (
+    "FerryMQ is not a Spring container and does not create this bean; it uses only data "
+    'sources and beans the broker refers to with "#id"'
+)
 
 _BEAN_ATTRIBUTES = ("destroy-method", "init-method", "lazy-init", "scope", "depends-on", "name")
 
@@ -188,13 +204,20 @@ def data_source(reader: ElementReader, attribute: str) -> DataSourceConfig | Non
         port = values.pop("portNumber", "5432")
         url = f"jdbc:postgresql://{host}:{port}/{values.pop('databaseName', '')}"
     username = values.pop("username", None) or values.pop("user", None)
+    driver = values.pop("driverClassName", None)
+    password = values.pop("password", None)
+    target = reader.context.beans.get(bean.bean_id or "")
+    embedded = bean.class_name.startswith("org.apache.derby.")  # reported by the adapter
+    for name in sorted(values):
+        if target is not None and not embedded:
+            reader.context.ignore(target, f'<property name="{name}">', _POOL_REASON)
     return DataSourceConfig(
         bean_id=bean.bean_id or "",
         class_name=bean.class_name,
         url=url,
-        driver_class_name=values.pop("driverClassName", None),
+        driver_class_name=driver,
         username=username,
-        password=values.pop("password", None),
+        password=password,
         properties=MappingProxyType(values),
     )
 
@@ -222,14 +245,12 @@ def check_beans(context: LoadContext, elements: list[Element]) -> list[tuple[Ele
         if class_name in HARMLESS_BEAN_CLASSES:
             ignored.append((element, HARMLESS_BEAN_CLASSES[class_name]))
             continue
+        referenced = element.attributes.get("id") in context.referenced_beans
         if class_name in DATA_SOURCE_CLASSES or class_name == WEB_CONSOLE_PORT_CLASS:
             read_bean(context, element)  # validate it even when unused
+            if class_name in DATA_SOURCE_CLASSES and not referenced:
+                ignored.append((element, _UNUSED_DATA_SOURCE))
             continue
-        if element.attributes.get("id") not in context.referenced_beans:
-            message = (
-                f"bean class {class_name} is not used by the broker and FerryMQ does not run it;"
-                ' accepted here are data sources, beans the broker refers to with "#id", and '
-                + ", ".join(sorted(HARMLESS_BEAN_CLASSES))
-            )
-            raise context.error(element, message, "class")
+        if not referenced:
+            ignored.append((element, _NOT_CREATED))
     return ignored

@@ -11,10 +11,11 @@ import re
 
 __all__ = ["parse_bool", "parse_float", "parse_int", "parse_size"]
 
-# ActiveMQ's MemoryPropertyEditor: an integer, optionally followed by b, kb, mb or gb (any case,
-# blanks allowed); units are powers of 1024. "tb" is a FerryMQ addition for store limits.
-_SIZE = re.compile(r"\s*(\d+)\s*(b|kb|mb|gb|tb)?\s*", re.IGNORECASE)
-_UNITS = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+# ActiveMQ's MemoryPropertyEditor: an integer, optionally followed by b, k, m or g, each but b
+# with an optional b (kb, mb, gb; any case, blanks allowed: "62k", "2 g"); units are powers of
+# 1024. "t"/"tb" is a FerryMQ addition for store limits.
+_SIZE = re.compile(r"\s*(\d+)\s*(b|[kmgt]b?)?\s*", re.IGNORECASE)
+_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _INT = re.compile(r"\s*[+-]?\d+\s*")
 
 
@@ -54,9 +55,9 @@ def parse_float(text: str, *, minimum: float | None = None) -> float:
 
 
 def parse_size(text: str) -> int:
-    """A byte count: `1024`, `64 mb`, `100 gb` (1 kb = 1024 bytes)."""
+    """A byte count: `1024`, `64 mb`, `100 gb`, `62k` (1 kb = 1024 bytes)."""
     match = _SIZE.fullmatch(text)
     if not match:
         raise ValueError(f"expected a size such as 1024, 64 mb or 100 gb, got {text!r}")
-    unit = (match.group(2) or "b").lower()
+    unit = (match.group(2) or "b").lower()[0]
     return int(match.group(1)) * _UNITS[unit]

@@ -6,13 +6,16 @@ element, which ElementTree does not. Namespaces are ignored for matching (`amq:b
 `broker`), and the `xmlns*` and `xsi:*` attributes are dropped.
 
 `ElementReader` is how every loader reads an element: each attribute it asks for is marked used,
-Spring `${name}` placeholders are resolved on the way, and `finish()` rejects whatever is left,
-so an unknown attribute or a misspelt one is always an error naming file, line and attribute.
+Spring `${name}` placeholders are resolved on the way, and `finish()` looks at whatever is left.
+What is left is judged against ActiveMQ's own vocabulary (`schema`): a valid ActiveMQ attribute or
+child element that FerryMQ does not read is accepted with a warning saying why it is ignored
+(`LoadContext.ignored`); anything else is a typo, an error naming file, line and attribute with a
+did-you-mean. With `LoadContext.collect` set, errors are gathered instead of raised, so
+`ferrymq check-config` can list them all.
 """
 
 from __future__ import annotations
 
-import difflib
 import io
 import re
 import xml.sax
@@ -26,7 +29,9 @@ from typing import TypeVar
 from defusedxml import DefusedXmlException, EntitiesForbidden
 from defusedxml import sax as defused_sax
 
+from ferrymq.config import schema
 from ferrymq.config.errors import ConfigError, Location
+from ferrymq.config.model import IgnoredElement
 from ferrymq.config.units import parse_bool, parse_float, parse_int, parse_size
 from ferrymq.util.uri import AnyURI, URIError, parse_uri
 
@@ -133,9 +138,23 @@ class LoadContext:
     properties: Mapping[str, str]
     beans: dict[str, Element] = field(default_factory=dict)
     referenced_beans: set[str] = field(default_factory=set)
+    collect: bool = False
+    """Gather errors in `errors` instead of raising the first (`ferrymq check-config`)."""
+    errors: list[ConfigError] = field(default_factory=list)
+    ignored: list[IgnoredElement] = field(default_factory=list)
+    """Valid ActiveMQ settings FerryMQ does not act on, each with the reason."""
 
     def location(self, element: Element) -> Location:
         return Location(self.source, element.line)
+
+    def report(self, error: ConfigError) -> None:
+        """An error that need not stop the reading: raised, or gathered when collecting."""
+        if not self.collect:
+            raise error
+        self.errors.append(error)
+
+    def ignore(self, element: Element, shown: str, reason: str) -> None:
+        self.ignored.append(IgnoredElement(self.location(element), shown, reason))
 
     def error(self, element: Element, message: str, attribute: str | None = None) -> ConfigError:
         return ConfigError(
@@ -188,7 +207,8 @@ class ElementReader:
         try:
             return convert(value)
         except ValueError as error:
-            raise self.error(str(error), name) from None
+            self.context.report(self.error(str(error), name))
+            return None
 
     def string(self, name: str, default: str) -> str:
         value = self.optional(name)
@@ -244,13 +264,28 @@ class ElementReader:
         return self._typed(name, convert)
 
     def children(self, allowed: Collection[str]) -> list[Element]:
-        """The child elements, each of which must be named in `allowed`."""
+        """The child elements named in `allowed`; any other is warned about when it is valid
+        ActiveMQ (and left out), refused when listed in `schema.REFUSED`, else an error."""
+        kept: list[Element] = []
         for child in self.element.children:
-            if child.name not in allowed:
-                raise self.context.error(
-                    child, _unknown(f"<{self.element.name}>", child.name, allowed)
-                )
-        return list(self.element.children)
+            if child.name in allowed:
+                kept.append(child)
+            else:
+                self._other_child(child, allowed)
+        return kept
+
+    def _other_child(self, child: Element, allowed: Collection[str]) -> None:
+        parent = self.element.name
+        if child.name in schema.REFUSED:
+            message = f"not supported yet: {schema.REFUSED[child.name]}"
+            self.context.report(self.context.error(child, message))
+        elif schema.is_activemq_child(parent, child.name):
+            reason = schema.child_reason(parent, child.name)
+            self.context.ignore(child, f"<{parent}> {child.describe()}", reason)
+        else:
+            candidates = set(allowed) | schema.known_children(parent)
+            message = _unknown(f"<{parent}>", child.name, allowed, candidates)
+            self.context.report(self.context.error(child, message))
 
     def single_children(self, allowed: Collection[str]) -> dict[str, Element]:
         """Children that may each appear at most once, by name."""
@@ -271,23 +306,37 @@ class ElementReader:
         return self.context.resolve(self.element, None, self.element.text.strip())
 
     def finish(self) -> None:
-        """Reject attributes nobody asked for, and stray text."""
+        """Judge the attributes nobody asked for (see the module docstring), and stray text."""
+        tag = self.element.name
         for name in self.element.attributes:
-            if name not in self.used:
-                known = sorted(self.used - {"#text"})
-                message = _unknown(f"<{self.element.name}>", name, known, kind="attribute")
-                raise self.error(message, name)
+            if name in self.used:
+                continue
+            if schema.is_activemq_attribute(tag, name):
+                reason = schema.attribute_reason(tag, name)
+                self.context.ignore(self.element, f"<{tag} {name}>", reason)
+                continue
+            known = sorted(self.used - {"#text"})
+            candidates = set(known) | schema.known_attributes(tag)
+            message = _unknown(f"<{tag}>", name, known, candidates, kind="attribute")
+            self.context.report(self.error(message, name))
         if "#text" not in self.used and self.element.text.strip():
             text = self.element.text.strip()
-            raise self.error(f"unexpected text {text[:40]!r} inside <{self.element.name}>")
+            self.context.report(self.error(f"unexpected text {text[:40]!r} inside <{tag}>"))
 
 
-def _unknown(parent: str, name: str, allowed: Collection[str], kind: str = "element") -> str:
-    # The error already shows the attribute's name; an element's name is said here.
+def _unknown(
+    parent: str,
+    name: str,
+    allowed: Collection[str],
+    candidates: Collection[str],
+    kind: str = "element",
+) -> str:
+    # The error already shows the attribute's name; an element's name is said here. Unknown
+    # means to ActiveMQ 5.x as well: a name valid there would have been warned about instead.
     message = f"unknown element <{name}> in {parent}" if kind == "element" else "unknown attribute"
-    close = difflib.get_close_matches(name, list(allowed), n=1)
+    close = schema.closest(name, candidates)
     if close:
-        return f"{message}; did you mean {close[0]}?"
+        return f"{message}; did you mean {close}?"
     if allowed:
         listed = ", ".join(sorted(allowed))
         return f"{message} (expected one of: {listed})"

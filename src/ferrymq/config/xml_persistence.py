@@ -14,7 +14,12 @@ from ferrymq.config.persistence import (
 from ferrymq.config.spring import data_source
 from ferrymq.config.xml_document import Element, LoadContext
 
-__all__ = ["read_persistence_adapter"]
+__all__ = ["read_persistence_adapter", "read_persistence_factory"]
+
+_EMBEDDED_DATABASE = (
+    "ActiveMQ's embedded Derby database: FerryMQ keeps these messages in its embedded SQLite "
+    "store instead, in the broker's data directory (<dataDirectory>/<brokerName>)"
+)
 
 _UNSUPPORTED = {
     "levelDB": "LevelDB was removed from ActiveMQ; use <kahaDB>",
@@ -87,13 +92,37 @@ def _sync_strategy(text: str) -> str:
     return text.lower()
 
 
-def _jdbc(context: LoadContext, element: Element) -> JdbcPersistenceConfig:
+def read_persistence_factory(context: LoadContext, element: Element) -> PersistenceConfig:
+    """The broker's `<persistenceFactory><journalPersistenceAdapterFactory>` (ActiveMQ's
+    journal in front of a JDBC database): the database store when it names a `dataSource`,
+    else the embedded store that stands for ActiveMQ's default embedded Derby."""
+    reader = context.reader(element)
+    children = reader.children({"journalPersistenceAdapterFactory"})
+    reader.finish()
+    if len(children) != 1:
+        raise context.error(element, "expected exactly one <journalPersistenceAdapterFactory>")
+    factory = context.reader(children[0])
+    source = data_source(factory, "dataSource")
+    if source is not None and not source.class_name.startswith("org.apache.derby."):
+        factory.children(())
+        factory.finish()
+        return JdbcPersistenceConfig(data_source=source, location=factory.location())
+    factory.path("dataDirectory")  # ActiveMQ's journal and Derby files: not used
+    factory.children(())
+    factory.finish()
+    context.ignore(children[0], "<journalPersistenceAdapterFactory>", _EMBEDDED_DATABASE)
+    return KahaDBConfig(location=factory.location())
+
+
+def _jdbc(context: LoadContext, element: Element) -> PersistenceConfig:
     reader = context.reader(element)
     children = reader.single_children({"locker", "statements"})
     source = data_source(reader, "dataSource")
-    if source is None:
-        message = 'a dataSource="#id" referring to a <bean> is required (no embedded Derby)'
-        raise reader.error(message, "dataSource")
+    if source is None or source.class_name.startswith("org.apache.derby."):
+        shown = element.describe("dataSource")
+        context.ignore(element, shown, _EMBEDDED_DATABASE)
+        reader.finish()
+        return KahaDBConfig(location=reader.location())
     use_lock = reader.boolean("useLock", True)
     legacy_use_lock = reader.optional_boolean("useDatabaseLock")
     config = JdbcPersistenceConfig(

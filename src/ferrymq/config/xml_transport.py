@@ -2,14 +2,20 @@
 
 FerryMQ speaks STOMP on every listener it serves, so the seeds' `tcp://0.0.0.0:61616` connectors
 work unchanged (DESIGN "Wire protocol"). `nio://` and `stomp+nio://` are synonyms (asyncio is
-non-blocking anyway). `ssl://`, `stomp+ssl://` and the in-process `vm://` parse, and the broker
-reports them as not served yet. Any other scheme is an error.
+non-blocking anyway), and so are `auto://` and `auto+nio://` (ActiveMQ's protocol detection:
+FerryMQ has STOMP only). `vm://NAME` names the broker for the clients of its own process
+(`ferrymq.client` `vm://NAME`); it opens no socket and takes no URI option. `ssl://` and
+`stomp+ssl://` parse, and the broker reports them as not served yet. In a file, a listener of an
+ActiveMQ protocol FerryMQ does not serve (`schema.UNSERVED_LISTENERS`: TLS, MQTT, AMQP, WebSocket)
+is left closed with a warning, as is an ActiveMQ transport option with no meaning here; any other
+scheme or option is an error.
 """
 
 from __future__ import annotations
 
 import re
 
+from ferrymq.config import schema
 from ferrymq.config.model import StompLimitsConfig, TransportConnectorConfig
 from ferrymq.config.units import parse_float, parse_int
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
@@ -23,9 +29,11 @@ __all__ = [
     "transport_connector",
 ]
 
-SERVED_SCHEMES = frozenset({"tcp", "stomp", "nio", "stomp+nio"})
+SERVED_SCHEMES = frozenset({"tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio"})
 """Listener schemes the broker serves (all speak STOMP)."""
-PENDING_SCHEMES = frozenset({"ssl", "stomp+ssl", "vm"})
+IN_PROCESS_SCHEME = "vm"
+"""The in-process connector: served, but with no address and no URI option."""
+PENDING_SCHEMES = frozenset({"ssl", "stomp+ssl"})
 """Listener schemes that parse but are not served yet."""
 
 CONNECTOR_OPTIONS = (
@@ -46,6 +54,8 @@ def read_transport_connectors(
     connectors: list[TransportConnectorConfig] = []
     first_line: dict[str, int] = {}
     for child in reader.children({"transportConnector"}):
+        if _not_served(context, child):
+            continue
         connector = transport_connector(context.reader(child))
         if connector.name is not None:
             if connector.name in first_line:
@@ -69,20 +79,20 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
             "a listener needs a plain URI, not a composite (expected scheme://host:port)", "uri"
         )
     scheme = uri.scheme.lower()
-    if scheme not in SERVED_SCHEMES | PENDING_SCHEMES:
+    if scheme not in SERVED_SCHEMES | PENDING_SCHEMES | {IN_PROCESS_SCHEME}:
         served = ", ".join(f"{s}://" for s in sorted(SERVED_SCHEMES))
         message = f"scheme {uri.scheme}:// is not supported; FerryMQ listens for STOMP on {served}"
         raise reader.error(message, "uri")
     if uri.host is None or not uri.host or (scheme != "vm" and uri.port is None):
         expected = "vm://name" if scheme == "vm" else "scheme://host:port"
         raise reader.error(f"not a URI (expected {expected})", "uri")
+    if scheme == IN_PROCESS_SCHEME and (uri.query or uri.port is not None):
+        message = "a vm:// connector takes no port and no URI option (expected vm://name)"
+        raise reader.error(message, "uri")
     options = dict(uri.query) if scheme in SERVED_SCHEMES else {}
     maximum = _int_option(reader, options, "maximumConnections")
     stomp = _stomp_limits(reader, options)
-    if options:
-        unknown = next(iter(options))
-        accepted = ", ".join(CONNECTOR_OPTIONS)
-        raise reader.error(f"unknown URI option {unknown!r} (accepted: {accepted})", "uri")
+    _other_options(reader, options)
     discovery = reader.uri("discoveryUri", "a discovery agent URI such as multicast://default")
     config = TransportConnectorConfig(
         uri=text,
@@ -109,6 +119,36 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     reader.children(())
     reader.finish()
     return config
+
+
+def _not_served(context: LoadContext, element: Element) -> bool:
+    """A listener of an ActiveMQ protocol FerryMQ does not serve (MQTT, AMQP, WebSocket, TLS):
+    accepted, left closed, and reported (docs/configuration.md)."""
+    scheme = element.attributes.get("uri", "").partition(":")[0].strip().lower()
+    reason = schema.UNSERVED_LISTENERS.get(scheme)
+    if reason is None:
+        return False
+    context.ignore(element, element.describe("uri"), reason)
+    reader = context.reader(element)
+    reader.used.update(element.attributes)
+    reader.children(())
+    return True
+
+
+def _other_options(reader: ElementReader, options: dict[str, str]) -> None:
+    """Options left after the served ones: ActiveMQ's own are ignored with a warning, any other
+    is a typo (ActiveMQ rejects unknown transport options too: "Invalid connect parameters")."""
+    for option in options:
+        if schema.is_transport_option(option):
+            reason = "an ActiveMQ transport option with no meaning for FerryMQ's listener"
+            shown = f"<transportConnector uri> option {option}"
+            reader.context.ignore(reader.element, shown, reason)
+            continue
+        message = f"unknown URI option {option!r}"
+        close = schema.closest(option, [*CONNECTOR_OPTIONS, *schema.transport_option_names()])
+        accepted = ", ".join(CONNECTOR_OPTIONS)
+        hint = f"; did you mean {close}?" if close else f" (accepted: {accepted})"
+        reader.context.report(reader.error(message + hint, "uri"))
 
 
 def _int_option(reader: ElementReader, options: dict[str, str], name: str) -> int | None:
