@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
-import signal
 import time
+from collections.abc import Awaitable
 from typing import Self
 
 from ferrymq.adapters.stomp import StompAdapter
@@ -35,22 +34,20 @@ from ferrymq.admin import AdminServer
 from ferrymq.admin_view import AdminView
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
-from ferrymq.config.persistence import (
-    JdbcPersistenceConfig,
-    KahaDBConfig,
-    SharedFileLockerConfig,
-)
 from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
-from ferrymq.ha.locker import Locker
+from ferrymq.ha.locker import Locker, LockerError
 from ferrymq.ha.replica import MasterConnector, ReplicationError
+from ferrymq.ha.role import Role, locker_for
 from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.network import LocalBroker, NetworkService
 from ferrymq.service.broker import BrokerService
-from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError
+from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError, bind_error
 from ferrymq.service.listeners import published_url
 from ferrymq.service.stores import create_store
-from ferrymq.store.base import MessageStore
+from ferrymq.store.base import MessageStore, StoreError
 from ferrymq.util.uri import AnyURI
+
+__all__ = ["Broker", "Role", "locker_for", "wait_first"]
 
 log = logging.getLogger(__name__)
 
@@ -66,40 +63,16 @@ BUSY_WARNING_INTERVAL_S = 30.0
 """A broker waiting for a busy store repeats its warning at most this often."""
 
 
-class Role(enum.Enum):
-    STANDALONE = "standalone"
-    """No shared store: nothing to be master of."""
-    WAITING = "waiting for lock"
-    REPLICATING = "replicating"
-    """The slave of a pure master/slave pair, copying its master's store."""
-    MASTER = "master"
-    STOPPED = "stopped"
-
-
-def locker_for(config: BrokerConfig) -> Locker | None:
-    """The lock that makes this broker master of a shared store, or None (no group)."""
-    persistence = config.persistence
-    if not config.persistent or persistence is None:
-        return None
-    if isinstance(persistence, KahaDBConfig):
-        if not persistence.use_lock:
-            return None
-        locker = persistence.locker
-        options = locker if isinstance(locker, SharedFileLockerConfig) else SharedFileLockerConfig()
-        directory = config.store_directory
-        assert directory is not None
-        return SharedFileLocker(
-            directory,
-            holder_id=config.broker_name,
-            lock_acquire_sleep_interval_ms=options.lock_acquire_sleep_interval_ms,
-            keep_alive_period_ms=persistence.lock_keep_alive_period_ms,
-            fail_if_locked=options.fail_if_locked,
-        )
-    if isinstance(persistence, JdbcPersistenceConfig):
-        from ferrymq.ha.lease import LeaseDatabaseLocker  # psycopg: only when configured
-
-        return LeaseDatabaseLocker.from_config(persistence, config.broker_name)
-    raise TypeError(f"unknown persistence adapter {persistence!r}")
+async def wait_first(*waits: Awaitable[object]) -> None:
+    """Wait until one of ``waits`` is done; cancel the others that this call wrapped (a task
+    or future passed in is left running: its owner ends it)."""
+    futures = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait, future in zip(waits, futures, strict=True):
+            if future is not wait:
+                future.cancel()
 
 
 class _Advertising:
@@ -132,18 +105,18 @@ class Broker:
         self.master_connector = config.services.master_connector
         # A pure master/slave slave has its own store, locked by the store itself.
         shared = store is None and self.master_connector is None
-        self.locker = locker_for(config) if shared else None
-        if self.master_connector is not None:
-            self.role = Role.REPLICATING
-        else:
-            self.role = Role.STANDALONE if self.locker is None else Role.WAITING
+        self.role = Role.STARTING
         self.halted = asyncio.Event()
         """Set when the broker stopped serving for good and its process should end."""
         self.failure: str | None = None
         """Why the broker halted, if a failure ended it (None: stopped, or still running)."""
         self.replica: MasterConnector | None = None
         self._role_changed = asyncio.Event()
-        self.service = self._new_service()
+        try:
+            self.locker = locker_for(config) if shared else None
+            self.service = self._new_service()
+        except (StoreError, LockerError) as exc:  # a data source url FerryMQ cannot use
+            raise BrokerStartError(str(exc), exc.fix) from exc
         self.admin: AdminServer | None = None
         self.became_master = asyncio.Event()
         self.standing_by = asyncio.Event()
@@ -152,18 +125,17 @@ class Broker:
         """How many times this broker became master."""
         self._supervisor: asyncio.Task[None] | None = None
         self._stopping = False
+        self._starting = False
+        self._stopped = False
 
     def _new_service(self) -> BrokerService:
         fence = getattr(self.locker, "fence", None)
-        # A broker of a shared-store group steps down when its store fails (its lock was
-        # taken); any other broker stops for good.
-        on_halt = None if self.locker is not None else self._halt
         service = BrokerService(
             self.config,
             adapters=(StompAdapter,),
             store=self._store_override,
             fence=fence,
-            on_halt=on_halt,
+            on_halt=self._service_halted,
         )
         self.network = NetworkService(
             self.config,
@@ -178,92 +150,133 @@ class Broker:
 
     async def start(self) -> None:
         """Start; returns once serving, or, for a slave of a master/slave group, once it waits
-        for the lock (``became_master`` is set when it takes over)."""
-        for line in pending_features(self.config):
-            log.warning("%s", line)
-        admin = self.config.admin
-        if admin.enabled:
-            self.admin = AdminServer(AdminView(self), admin.host, admin.port)
-            await self.admin.start()
+        for the lock (``became_master`` is set when it takes over).  Whatever keeps it from
+        starting is raised as a ``BrokerStartError`` that says what and how to fix it."""
+        self._starting = True
         try:
-            if self.master_connector is not None:
-                self._supervisor = asyncio.get_running_loop().create_task(
-                    self._replicate_then_serve(),
-                    name=f"ferrymq-{self.config.broker_name}-replica",
-                )
-                self._supervisor.add_done_callback(self._supervisor_done)
-                self.standing_by.set()
-                return
-            if self.locker is None:
-                await self._serve()
-                self.became_master.set()
-                self.terms += 1
-                self._set_role(Role.STANDALONE)
-                return
-            self._supervisor = asyncio.get_running_loop().create_task(
-                self._hold_mastership(), name=f"ferrymq-{self.config.broker_name}-role"
-            )
-            self._supervisor.add_done_callback(self._supervisor_done)
-            # A broker that gets the lock at once is serving when start() returns; a slave
-            # returns once it knows it waits.
-            master = asyncio.ensure_future(self.became_master.wait())
-            slave = asyncio.ensure_future(self.standing_by.wait())
-            try:
-                done, _ = await asyncio.wait(
-                    [master, slave, self._supervisor], return_when=asyncio.FIRST_COMPLETED
-                )
-            finally:
-                master.cancel()
-                slave.cancel()
-            if self._supervisor in done:
-                self._supervisor.result()  # raises why it ended
+            await self._start()
+        except (LockerError, StoreError) as exc:
+            await self.stop()
+            raise BrokerStartError(str(exc), exc.fix) from exc
         except BaseException:
             await self.stop()
             raise
+        finally:
+            self._starting = False
+
+    async def _start(self) -> None:
+        for line in pending_features(self.config):
+            log.warning("%s", line)
+        await self._start_admin()
+        if self.master_connector is not None:
+            await self._start_replica()
+            return
+        if self.locker is None:
+            await self._serve()
+            if not self.halted.is_set():
+                self._now_master(Role.STANDALONE)
+            return
+        self._supervisor = self._supervise(self._hold_mastership(), "role")
+        # A broker that gets the lock at once is serving when start() returns; a slave
+        # returns once it knows it waits.
+        await wait_first(self.became_master.wait(), self.standing_by.wait(), self._supervisor)
+        if self._supervisor.done():
+            self._supervisor.result()  # raises why it ended
+
+    async def _start_admin(self) -> None:
+        admin = self.config.admin
+        if not admin.enabled:
+            return
+        self.admin = AdminServer(AdminView(self), admin.host, admin.port)
+        try:
+            await self.admin.start()
+        except OSError as exc:
+            self.admin = None
+            move = "choose another address with --admin HOST:PORT, or --admin off"
+            raise bind_error("the admin API", admin.host, admin.port, exc, move) from exc
+
+    async def _start_replica(self) -> None:
+        """Pure master/slave slave: open its own store now (so that a store it cannot use
+        fails the start), then copy the master in the background."""
+        connector = self.master_connector
+        assert connector is not None
+        try:
+            self.replica = MasterConnector(
+                connector.remote_uri,
+                create_store(self.config),
+                name=self.config.broker_name,
+                login=connector.user_name,
+                passcode=connector.password,
+            )
+        except ReplicationError as exc:
+            raise BrokerStartError(
+                str(exc), "give masterConnector remoteURI=tcp://HOST:PORT"
+            ) from exc
+        await self.replica.open()
+        self._supervisor = self._supervise(self._replicate_then_serve(self.replica), "replica")
+        self._set_role(Role.REPLICATING)
+        self.standing_by.set()
+
+    def _supervise(self, coro: Awaitable[None], what: str) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        task.set_name(f"ferrymq-{self.config.broker_name}-{what}")
+        task.add_done_callback(self._supervisor_done)
+        return task
 
     def _supervisor_done(self, task: asyncio.Task[None]) -> None:
-        """The role loop ended: by stop(), or by a failure, which ends the broker process."""
-        if task.cancelled():
+        """The role loop ended: by stop(), or by a failure, which ends the broker process
+        (while ``start`` runs, it raises the failure itself)."""
+        if task.cancelled() or self._starting:
             return
         exc = task.exception()
         if exc is not None:
-            log.critical("broker %s failed: %s", self.config.broker_name, exc, exc_info=exc)
+            debug = log.isEnabledFor(logging.DEBUG)
+            log.critical("broker %s failed: %s", self.config.broker_name, exc, exc_info=debug)
             self._halt(str(exc) or type(exc).__name__)
+
+    def _service_halted(self, reason: str) -> None:
+        """The service stopped serving.  A master of a shared-store group whose store failed
+        steps down (its lock was taken: the role loop sees it and waits for the lock again);
+        every other halt (shutdownOnSlaveFailure, a store failure without a lock) is final."""
+        if self.locker is None or not self.service.store_failed:
+            self._halt(reason)
 
     def _halt(self, failure: str) -> None:
         """Stop for good because of ``failure`` (the process then exits non-zero)."""
         if self.failure is None:
             self.failure = failure
+        self._set_role(Role.FAILED)
         self.halted.set()
+
+    def _now_master(self, role: Role) -> None:
+        self.terms += 1
+        self._set_role(role)
+        self.service.announce_master()
+        self.became_master.set()
 
     async def _serve(self) -> None:
         """Start the messaging service; with waitForSlave, return once the slave is in sync
-        (clients are refused until then)."""
+        (clients are refused until then) or the broker halted (the slave was lost)."""
         await self.service.start()
-        if self.config.services.wait_for_slave:
-            log.info("broker %s waits for its slave (waitForSlave)", self.config.broker_name)
-            await self.service.replica_attached.wait()
+        if self.config.services.wait_for_slave and not self.service.replica_attached.is_set():
+            self._set_role(Role.WAITING_FOR_SLAVE)
+            log.info(
+                "broker %s is waiting for its slave to connect and catch up before it accepts "
+                "clients (waitForSlave)",
+                self.config.broker_name,
+            )
+            await wait_first(self.service.replica_attached.wait(), self.halted.wait())
 
-    async def _replicate_then_serve(self) -> None:
+    async def _replicate_then_serve(self, replica: MasterConnector) -> None:
         """Pure master/slave slave: copy the master until it is lost, then take over."""
-        connector_config = self.master_connector
-        assert connector_config is not None
-        store = create_store(self.config)
-        self.replica = MasterConnector(
-            connector_config.remote_uri,
-            store,
-            name=self.config.broker_name,
-            login=connector_config.user_name,
-            passcode=connector_config.password,
-        )
         try:
-            await self.replica.run()
+            await replica.run()
         except ReplicationError as exc:
             log.error("%s", exc)
             self._halt(str(exc))
             return
         finally:
-            await store.stop()
+            await replica.store.stop()
         if self.stopping():
             return
         if self.config.services.shutdown_on_master_failure:
@@ -274,12 +287,10 @@ class Broker:
             self._halt("master lost and shutdownOnMasterFailure is set")
             return
         log.warning("broker %s: master lost, taking over as master", self.config.broker_name)
+        self.replica = None  # the replication is over: the admin API no longer shows it
         self.service = self._new_service()
         await self.service.start()
-        self.terms += 1
-        self._set_role(Role.MASTER)
-        self.service.announce_master()
-        self.became_master.set()
+        self._now_master(Role.MASTER)
 
     async def _hold_mastership(self) -> None:
         """Wait for the lock, serve while it is held, step down when it is lost; repeat."""
@@ -287,16 +298,16 @@ class Broker:
         assert locker is not None
         first = True
         while not self._stopping:
-            self._set_role(Role.WAITING)
             if not first:
+                self._set_role(Role.WAITING)
                 self.service = self._new_service()
             first = False
             acquiring = asyncio.ensure_future(locker.acquire())
             try:
                 done, _ = await asyncio.wait([acquiring], timeout=SLAVE_AFTER_S)
                 if not done:
-                    log.info("broker %s is a slave, waiting for the lock", self.config.broker_name)
-                    self.standing_by.set()  # let start() return while this broker waits
+                    log.debug("broker %s is a slave, waiting for the lock", self.config.broker_name)
+                    self._stand_by()
                 await acquiring
             finally:
                 acquiring.cancel()
@@ -305,13 +316,12 @@ class Broker:
             except BaseException:
                 await locker.release()
                 raise
+            if self.halted.is_set():
+                return
             if not opened:
                 await locker.release()
                 continue
-            self.terms += 1
-            self._set_role(Role.MASTER)
-            self.service.announce_master()
-            self.became_master.set()
+            self._now_master(Role.MASTER)
             await self._keep_lock(locker)
             if self.stopping() or self.halted.is_set():
                 return
@@ -338,7 +348,7 @@ class Broker:
                         exc,
                         STORE_RETRY_S,
                     )
-                self.standing_by.set()  # alive and waiting: let start() return
+                self._stand_by()
             else:
                 return True
             await asyncio.sleep(STORE_RETRY_S)
@@ -349,6 +359,12 @@ class Broker:
                 )
                 return False
             self.service = self._new_service()
+
+    def _stand_by(self) -> None:
+        """Alive and waiting for the lock (or for the store): let start() return."""
+        if self.role is Role.STARTING:
+            self._set_role(Role.WAITING)
+        self.standing_by.set()
 
     def stopping(self) -> bool:
         """Whether ``stop`` was called (a method: it changes while the role loop awaits)."""
@@ -380,6 +396,8 @@ class Broker:
                 keep_alive_at = time.monotonic() + period_s
 
     async def stop(self) -> None:
+        if self._stopped:
+            return
         self._stopping = True
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
@@ -392,7 +410,8 @@ class Broker:
         await self.service.stop()
         if self.locker is not None:
             await self.locker.release()
-        self._set_role(Role.STOPPED)
+        self._stopped = True
+        self._set_role(Role.STOPPED if self.failure is None else Role.FAILED)
 
     def _set_role(self, role: Role) -> None:
         self.role = role
@@ -418,18 +437,3 @@ class Broker:
     @property
     def stomp_urls(self) -> list[str]:
         return [f"tcp://{listener.host}:{listener.port}" for listener in self.service.listeners]
-
-    async def run_until_signalled(self) -> None:
-        """Serve until SIGINT or SIGTERM, then stop cleanly."""
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self.halted.wait())]
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for wait in waits:
-                wait.cancel()
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)

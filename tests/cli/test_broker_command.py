@@ -173,5 +173,5 @@ def test_stat_shows_the_role_of_master_and_slave(
         finally:
             slave.stop()
     assert master_line.startswith("broker group: master; shared-file-locker")
-    assert "(held)" in master_line
+    assert "(held by this broker)" in master_line
     assert slave_line.startswith("broker group: waiting for lock; shared-file-locker")

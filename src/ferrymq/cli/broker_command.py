@@ -6,7 +6,10 @@ the admin API, so scripts and tests can find ports chosen with port 0.
 Exit status: 0 after a stop by SIGINT or SIGTERM; 1 when the broker cannot start or ends because
 of a failure (its store failed, its role loop failed, shutdownOnSlaveFailure or
 shutdownOnMasterFailure), so that a supervisor's ``Restart=on-failure`` restarts it; 2 for a
-configuration or command-line error.
+configuration or command-line error.  Whatever keeps the broker from starting is one line on
+standard error, ``ferrymq broker: cannot start: WHAT (HOW TO FIX)``; the traceback behind it is
+logged only at ``--log-level DEBUG``.  SIGINT and SIGTERM stop it cleanly at any time, a master
+still waiting for its slave (``waitForSlave``) included.
 """
 
 from __future__ import annotations
@@ -14,16 +17,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from ferrymq.broker import Broker, Role
+from ferrymq.broker import Broker, Role, wait_first
+from ferrymq.cli.admin_client import FORMS, AdminAddressError, admin_listen_address
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.errors import ConfigError
-from ferrymq.ha.locker import LockerError
-from ferrymq.service.broker import BrokerStartError
-from ferrymq.transport.tcp import TransportListenError
+from ferrymq.service.errors import BrokerStartError
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(commands: Any) -> None:
@@ -42,7 +48,7 @@ def add_parser(commands: Any) -> None:
         help="add a STOMP listener, e.g. stomp://127.0.0.1:61613 (repeatable; port 0 = any)",
     )
     parser.add_argument(
-        "--admin", help="admin HTTP listener host:port, :port or off (default 127.0.0.1:8161)"
+        "--admin", help=f"admin HTTP listener: {FORMS} or off (default 127.0.0.1:8161)"
     )
     parser.add_argument(
         "--non-persistent",
@@ -75,11 +81,16 @@ def run(args: argparse.Namespace) -> int:
             return 2
         properties[name] = value
     try:
+        admin = None if args.admin is None else admin_listen_address(args.admin)
+    except AdminAddressError as exc:
+        print(f"ferrymq broker: {exc}", file=sys.stderr)
+        return 2
+    try:
         config = config_from_flags(
             args.name,
             args.data,
             args.listen,
-            args.admin,
+            admin,
             False if args.non_persistent else None,
             broker_id=args.broker_id,
             config_path=args.config,
@@ -89,9 +100,16 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"ferrymq broker: {exc}", file=sys.stderr)
         return 2
+    log.debug(
+        "broker %s: configuration %s; store directory %s",
+        config.broker_name,
+        args.config.resolve() if args.config is not None else "from the command line only",
+        config.store_directory.resolve() if config.store_directory is not None else "none",
+    )
     try:
         failure = _run_loop(_serve(config))
-    except (BrokerStartError, ConfigError, LockerError, TransportListenError) as exc:
+    except (BrokerStartError, ConfigError) as exc:
+        log.debug("the broker cannot start", exc_info=True)
         print(f"ferrymq broker: cannot start: {exc}", file=sys.stderr)
         return 1
     if failure is not None:
@@ -116,32 +134,75 @@ def _run_loop(coro: Any) -> str | None:
 async def _serve(config: Any) -> str | None:
     """Run until signalled or halted; why the broker failed, or None if it was stopped."""
     broker = Broker(config)
-    await broker.start()
     announcer = asyncio.get_running_loop().create_task(_announce(broker, config.broker_name))
+    started = False
     try:
-        await broker.run_until_signalled()
+        await _run_until_signalled(broker)
+        started = True
+    except (BrokerStartError, ConfigError):
+        raise
+    except Exception as exc:  # one line for the user; the traceback at DEBUG
+        what = f"{type(exc).__name__}: {exc}"
+        raise BrokerStartError(what, "unexpected: --log-level DEBUG shows where") from exc
     finally:
         announcer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await announcer
         await broker.stop()
+    if started:
         print(f"broker {config.broker_name} stopped", flush=True)
     return broker.failure
 
 
+async def _run_until_signalled(broker: Broker) -> None:
+    """Start, then serve until SIGINT or SIGTERM or a halt; raises what ``start`` raises.
+
+    The handlers are installed before ``start``, so that a broker still starting (a master
+    waiting for its slave, a store being recovered) stops cleanly on a signal too: the start is
+    cancelled and undone, its store closed, and the process exits 0.
+    """
+    loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, signalled.set)
+    try:
+        starting = asyncio.ensure_future(broker.start())
+        await wait_first(starting, signalled.wait())
+        if not starting.done():
+            log.info("broker %s: signalled while starting; stopping", broker.config.broker_name)
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return
+        starting.result()
+        await wait_first(signalled.wait(), broker.halted.wait())
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
 async def _announce(broker: Broker, name: str) -> None:
-    """Print where the broker listens each time it becomes master (scripts read these lines)."""
-    if broker.admin is not None:
-        print(f"admin {broker.admin.url}", flush=True)
+    """Print where the broker listens each time it becomes master, and what it waits for
+    otherwise (scripts and tests read these lines)."""
+    admin_told = False
     while True:
-        if broker.role in (Role.MASTER, Role.STANDALONE):
+        role = await broker.next_role_change()
+        if not admin_told and broker.admin is not None:
+            print(f"admin {broker.admin.url}", flush=True)
+            admin_told = True
+        if role.serving:
             for url in broker.stomp_urls:
                 print(f"listening stomp://{url.removeprefix('tcp://')}", flush=True)
             print(f"broker {name} started", flush=True)
-        elif broker.role is Role.WAITING:
+        elif role is Role.WAITING:
             lock = broker.locker.status().resource if broker.locker is not None else "?"
             print(f"broker {name} is a slave, waiting for the lock {lock}", flush=True)
-        elif broker.role is Role.REPLICATING and broker.master_connector is not None:
+        elif role is Role.REPLICATING and broker.master_connector is not None:
             master = broker.master_connector.remote_uri
             print(f"broker {name} is a slave, replicating from {master}", flush=True)
-        await broker.next_role_change()
+        elif role is Role.WAITING_FOR_SLAVE:
+            print(
+                f"broker {name} is waiting for its slave (waitForSlave): clients are refused "
+                "until it is in sync",
+                flush=True,
+            )

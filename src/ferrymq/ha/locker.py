@@ -15,7 +15,12 @@ from typing import Protocol
 
 class LockerError(Exception):
     """The lock cannot be taken as configured (``failIfLocked`` and it is held, no lock table,
-    the database unreachable with ``failIfLocked``); the message names the resource."""
+    the database unreachable with ``failIfLocked``); the message names the resource, ``fix``
+    (when known) says what the user can do."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,19 +76,27 @@ class MasterConnector:
         self._passcode = passcode
         self._on_attached = on_attached
         self.statistics = ReplicaStatistics()
+        self._opened = False
         self._known: set[StoreOp] = set()
         """What the slave's store holds that a reset must remove (containers, subscriptions,
         destinations), as the operations that would remove them."""
 
-    async def run(self) -> None:
-        """Replicate until the master is gone; returns then (after having been attached)."""
+    async def open(self) -> None:
+        """Open the slave's own store (``StoreError`` if it cannot be used) and note what it
+        holds; ``run`` does this itself when it was not done before."""
         recovery = await self.store.start()
+        self._opened = True
         self._known.update(PurgeContainer(c) for c in recovery.containers)
         self._known.update(
             RemoveDurableSubscription(r.client_id, r.subscription_name)
             for r in recovery.durable_subscriptions
         )
         self._known.update(RemoveDestination(d) for d in recovery.destinations)
+
+    async def run(self) -> None:
+        """Replicate until the master is gone; returns then (after having been attached)."""
+        if not self._opened:
+            await self.open()
         reader, writer = await self._connect()
         try:
             await self._replicate(reader, writer)

@@ -32,16 +32,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 import time
 from pathlib import Path
 
 from ferrymq.ha.locker import LockerError, LockStatus
 from ferrymq.store.base import LockLostError
+from ferrymq.store.directory import CHOOSE_ANOTHER, directory_error
 from ferrymq.store.lockfile import LockFile
 
 log = logging.getLogger(__name__)
 
 LOCK_FILE = "lock"
+HOLDER_MAX_BYTES = 200
+"""The holder's line in the lock file is read back only this far (it is shown in messages)."""
 
 
 class SharedFileLocker:
@@ -63,6 +67,12 @@ class SharedFileLocker:
         self._lock: LockFile | None = None
         self._identity: tuple[int, int] | None = None
         self._held_since: float | None = None
+        self._seen_holder: str | None = None
+        """Who held the lock when this broker last found it taken, as its lock file says."""
+
+    def _other_holder(self) -> str:
+        holder = self._seen_holder
+        return f"another broker ({holder})" if holder else "another broker"
 
     @property
     def keep_alive_period_ms(self) -> int:
@@ -79,13 +89,20 @@ class SharedFileLocker:
                 break
             if self.fail_if_locked:
                 raise LockerError(
-                    f"lock file {self.path} is held by another broker and failIfLocked is set"
+                    f"data directory {self.directory} is in use by {self._other_holder()} "
+                    "and failIfLocked is set",
+                    fix=f"stop that broker, {CHOOSE_ANOTHER}",
                 )
             if not waited:
+                # Said once, plainly: a second broker started on the same directory by mistake
+                # looks exactly like a slave of a shared-file group (ActiveMQ's own line is
+                # "Database ... is locked by another server").
                 log.info(
-                    "Database %s is locked by another server. This broker is now in slave "
-                    "mode waiting a lock to be acquired",
-                    self.path,
+                    "data directory %s is in use by %s: this broker waits as its slave and "
+                    "takes over when it stops (shared-file master/slave); to run a separate "
+                    "broker instead, give it its own data directory (--data DIR)",
+                    self.directory,
+                    self._other_holder(),
                 )
                 waited = True
             await asyncio.sleep(self.lock_acquire_sleep_interval_ms / 1000)
@@ -99,14 +116,18 @@ class SharedFileLocker:
         log.info("lock %s acquired: this broker is the master", self.path)
 
     def _try_lock(self) -> bool:
-        """Take the lock on the file at the path now (recreated when missing)."""
+        """Take the lock on the file at the path now (recreated when missing), and write who
+        holds it into the file for the brokers that find it taken."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             lock = LockFile(self.path)
             if not lock.try_acquire():
+                self._seen_holder = _read_holder(self.path)
                 return False
         except OSError as exc:
-            raise LockerError(f"cannot use lock file {self.path}: {exc}") from exc
+            error = directory_error(self.directory, exc)
+            raise LockerError(str(error), fix=error.fix) from exc
+        _write_holder(lock.fileno(), self.holder_id)
         previous, self._lock = self._lock, lock
         if previous is not None:
             previous.release()
@@ -164,7 +185,28 @@ class SharedFileLocker:
             holder_id=self.holder_id,
             held=self._lock is not None,
             lease_expires_ms=None,
-            current_holder=self.holder_id if self._lock is not None else None,
+            current_holder=self.holder_id if self._lock is not None else self._seen_holder,
             keep_alive_period_ms=self._keep_alive_period_ms,
             lock_acquire_sleep_interval_ms=self.lock_acquire_sleep_interval_ms,
         )
+
+
+def _write_holder(fd: int, holder_id: str) -> None:
+    """Say in the lock file who holds it: a broker that finds the directory taken names it."""
+    line = f"broker {holder_id}, pid {os.getpid()} on host {socket.gethostname()}\n"
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, line.encode(), 0)
+    except OSError as exc:  # only a courtesy to the other brokers: never a reason to fail
+        log.debug("cannot write the holder into the lock file: %s", exc)
+
+
+def _read_holder(path: Path) -> str | None:
+    """The holder's line of a lock file, printable characters only; None if there is none."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(HOLDER_MAX_BYTES)
+    except OSError:
+        return None
+    text = data.decode("utf-8", "replace").splitlines()[0] if data.strip() else ""
+    return "".join(c for c in text if c.isprintable()).strip() or None

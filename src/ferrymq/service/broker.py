@@ -127,13 +127,14 @@ class BrokerService:
         except StoreBusyError as exc:
             raise BrokerStoreBusyError(str(exc)) from exc
         except StoreError as exc:
-            raise BrokerStartError(str(exc)) from exc
+            raise BrokerStartError(str(exc), exc.fix) from exc
         if self.trace is not None:
             try:
                 await self.trace.start()
             except OSError as exc:
                 await self.store.stop()
-                raise BrokerStartError(f"cannot write the message trace: {exc}") from exc
+                fix = "choose a directory this broker can write to with --trace DIR"
+                raise BrokerStartError(f"cannot write the message trace: {exc}", fix) from exc
         self.tick_clock()
         self.region.recover(recovery)
         if self.region.scheduler is not None and SCHEDULED_CONTAINER in recovery.containers:
@@ -182,7 +183,8 @@ class BrokerService:
             listener = await self.connectors.start(connector)
         except ListenerError as exc:
             raise BrokerStartError(str(exc)) from None
-        self.cluster.add_listener(connector, published_url(listener, connector.scheme))
+        if listener is not None:  # a vm:// connector has no address to tell clients about
+            self.cluster.add_listener(connector, published_url(listener, connector.scheme))
 
     async def open_vm_socket(self) -> socket.socket:
         """``vm://``: serve one end of a socket pair as a connection, return the other."""
@@ -312,6 +314,11 @@ class BrokerService:
     def _store_failed(self, exc: BaseException) -> None:
         self._store_failure.set()
         self.spawn(self._stop_after_store_failure())
+
+    @property
+    def store_failed(self) -> bool:
+        """Whether a store write failed (a lost lock included): this service serves no more."""
+        return self._store_failure.is_set()
 
     async def wait_store_failed(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s``; True once the store has failed (a lost lock included)."""

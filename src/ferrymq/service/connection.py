@@ -19,6 +19,7 @@ import asyncio
 import enum
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ferrymq.core.consumer import AckMode, Consumer
@@ -78,6 +79,12 @@ class ConnectionHost(Protocol):
     def process(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class BridgePeer:
+    broker_id: str
+    broker_name: str
+
+
 class BrokerConnection:
     """The service's side of one accepted connection; ``converter`` speaks its protocol."""
 
@@ -94,6 +101,9 @@ class BrokerConnection:
         self.network_bridge: str | None = None
         """Set (the connector's name) when another broker's network bridge opened this
         connection (ActiveMQ's ``isNetworkConnection``)."""
+        self.duplex_peer: BridgePeer | None = None
+        """The broker whose duplex bridge this connection is: it carries both ways, so this
+        broker lists it among its own bridges."""
         self.outbox = Outbox(self)
         registry = host.registry
         self._wrote = registry.wrote
@@ -135,6 +145,12 @@ class BrokerConnection:
     def connection_made(self, connection: TransportConnection) -> None:
         self.transport = connection
         self.host.registry.register(self)
+        log.debug(
+            "connection %s accepted from %s by %s",
+            self.connection_id,
+            connection.remote_address or "this process (vm://)",
+            self.connector,
+        )
         self._open_timer = asyncio.get_running_loop().call_later(
             OPEN_TIMEOUT_S, self._open_timed_out
         )
@@ -144,6 +160,10 @@ class BrokerConnection:
             self.converter.receive(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            remote = self.transport.remote_address if self.transport is not None else None
+            why = f": {exc}" if exc is not None else ""
+            log.debug("connection %s from %s closed%s", self.connection_id, remote, why)
         self._teardown()
 
     def writing_paused(self) -> None:

@@ -5,6 +5,12 @@ updateClusterClients, maximumConnections), and the protocol it speaks, chosen by
 scheme (``tcp://``, ``stomp://``, ``nio://`` speak STOMP in FerryMQ, so the seeds' connectors
 work unchanged; ``amqp://`` will name the AMQP 1.0 adapter).  ``vm://`` connections of this
 process are served the same way, over one end of a socket pair.
+
+A ``vm://NAME`` transport connector opens no socket: it registers the broker under NAME for the
+clients of this process (``ferrymq.util.vm``), as ActiveMQ's binds a VM transport server under
+that name. Every broker is reachable as ``vm://<brokerName>`` anyway; the connector adds a name,
+and its connections carry its name and STOMP limits. A name another broker of the process holds
+is an error, as in ActiveMQ ("already bound"), where the broker's own names are best effort.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from typing import Protocol
 
 from ferrymq.config.model import TransportConnectorConfig
 from ferrymq.service.connection import BrokerConnection
+from ferrymq.service.errors import bind_error
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.tcp import TcpListener
+from ferrymq.util import vm
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +68,8 @@ class Listeners:
         self._adapters = {scheme: adapter for adapter in adapters for scheme in adapter.schemes}
         self.served: list[tuple[TransportConnectorConfig, TcpListener]] = []
         """Each configured listener with its configuration (discoveryUri, cluster updates)."""
+        self.vm_served: list[VmConnector] = []
+        """The ``vm://NAME`` connectors, which open no socket."""
 
     @property
     def listeners(self) -> list[TcpListener]:
@@ -82,11 +92,15 @@ class Listeners:
             )
         return adapter
 
-    async def start(self, connector: TransportConnectorConfig) -> TcpListener:
+    async def start(self, connector: TransportConnectorConfig) -> TcpListener | None:
+        """Start one connector: its listener, or None for ``vm://NAME``, which has none."""
         try:
             adapter = self.adapter(connector.scheme)
         except ListenerError as exc:
             raise ListenerError(f"transport connector {connector.display_name}: {exc}") from None
+        if connector.scheme.lower() == "vm":
+            self.vm_served.append(VmConnector.bind(connector, adapter))
+            return None
         listener = TcpListener(
             connector.host or "0.0.0.0",
             connector.port,
@@ -94,7 +108,17 @@ class Listeners:
             maximum_connections=connector.maximum_connections,
             name=connector.display_name,
         )
-        await listener.start()
+        try:
+            await listener.start()
+        except OSError as exc:
+            where = connector.location
+            move = (
+                "choose another port with --listen"
+                if where is None
+                else f"change the port of transport connector {connector.display_name} at {where}"
+            )
+            what = f"transport connector {connector.display_name}"
+            raise bind_error(what, listener.host, connector.port, exc, move) from exc
         self.served.append((connector, listener))
         log.info(
             "listening for %s on %s:%d (%s)",
@@ -106,23 +130,16 @@ class Listeners:
         return listener
 
     async def stop(self) -> None:
+        for bound in reversed(self.vm_served):
+            bound.unbind()
+        self.vm_served.clear()
         for _, listener in reversed(self.served):
             await listener.stop()
         self.served.clear()
 
     async def open_vm_socket(self) -> socket.socket:
         """``vm://``: serve one end of a socket pair as a connection, return the other."""
-        handler = self.adapter("vm").accept(None)
-        ours, theirs = socket.socketpair()
-        try:
-            await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: TransportConnection(handler), ours
-            )
-        except BaseException:
-            ours.close()
-            theirs.close()
-            raise
-        return theirs
+        return await _serve_pair(self.adapter("vm").accept(None))
 
     def cluster_url(self) -> str | None:
         """The URL failover clients use for this broker, given to peers over bridges: the
@@ -135,3 +152,44 @@ class Listeners:
             connector, listener = self.served[0]
             return published_url(listener, connector.scheme)
         return None
+
+
+class VmConnector:
+    """A ``vm://NAME`` transport connector: NAME registered for the clients of this process."""
+
+    def __init__(self, connector: TransportConnectorConfig, adapter: ProtocolAdapter) -> None:
+        self.connector = connector
+        self.name = connector.host
+        self._adapter = adapter
+
+    @classmethod
+    def bind(cls, connector: TransportConnectorConfig, adapter: ProtocolAdapter) -> VmConnector:
+        bound = cls(connector, adapter)
+        if not vm.register((bound.name,), bound.open):
+            raise ListenerError(
+                f"transport connector {connector.display_name}: vm://{bound.name} is already "
+                "bound in this process, by another broker or connector (choose another name)"
+            )
+        log.info("serving %s in this process as vm://%s", adapter.name, bound.name)
+        return bound
+
+    def unbind(self) -> None:
+        vm.unregister((self.name,), self.open)
+
+    async def open(self) -> socket.socket:
+        """A connection of this connector, over a socket pair; returns the client's end."""
+        return await _serve_pair(self._adapter.accept(self.connector))
+
+
+async def _serve_pair(handler: BrokerConnection) -> socket.socket:
+    """Serve one end of a new socket pair as an accepted connection; return the other."""
+    ours, theirs = socket.socketpair()
+    try:
+        await asyncio.get_running_loop().connect_accepted_socket(
+            lambda: TransportConnection(handler), ours
+        )
+    except BaseException:
+        ours.close()
+        theirs.close()
+        raise
+    return theirs

@@ -147,7 +147,12 @@ class StoreStatistics:
 
 
 class StoreError(Exception):
-    """The store cannot be used (locked, corrupt, unwritable); the message says which and where."""
+    """The store cannot be used (locked, corrupt, unwritable); the message says which and where,
+    ``fix`` (when known) what the user can do about it."""
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.fix = fix
 
 
 class LockLostError(StoreError):

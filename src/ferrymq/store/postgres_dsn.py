@@ -36,6 +36,10 @@ _TARGET_SERVER_TYPES = {
     "secondary": "standby",
     "standby": "standby",
 }
+USE_POSTGRESQL = (
+    "point the data source's url at a PostgreSQL database "
+    "(jdbc:postgresql://HOST:PORT/DATABASE), or use the embedded store: <kahaDB/>"
+)
 _PASSWORD = re.compile(r"(?i)(password=)[^&;\s]*")
 
 
@@ -60,13 +64,16 @@ def conninfo_from_url(url: str, *, username: str | None = None, password: str | 
     else:
         raise StoreError(
             f"data source url {redact(url)} is not a PostgreSQL url: FerryMQ's JDBC store "
-            "supports only PostgreSQL (jdbc:postgresql://host:port/db or postgresql://...)"
+            "supports only PostgreSQL (jdbc:postgresql://host:port/db or postgresql://...)",
+            fix=USE_POSTGRESQL,
         )
     extra = {k: v for k, v in (("user", username), ("password", password)) if v is not None}
     try:
         return make_conninfo(base, **extra)
     except psycopg.ProgrammingError as e:
-        raise StoreError(f"data source url {redact(url)} is not valid: {e}") from e
+        raise StoreError(
+            f"data source url {redact(url)} is not valid: {e}", fix=USE_POSTGRESQL
+        ) from e
 
 
 def describe(conninfo: str) -> str:

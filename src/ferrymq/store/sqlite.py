@@ -35,6 +35,7 @@ from ferrymq.store.base import (
     StoreOp,
     StoreStatistics,
 )
+from ferrymq.store.directory import CHOOSE_ANOTHER, directory_error
 from ferrymq.store.lockfile import LockFile
 from ferrymq.store.sqlite_db import BUSY_TIMEOUT_S, SqliteDatabase, is_busy
 from ferrymq.store.writer import GroupCommitWriter
@@ -90,11 +91,12 @@ class SqliteStore:
             self._directory.mkdir(parents=True, exist_ok=True)
             locked = self._lock.try_acquire() if self._lock is not None else True
         except OSError as e:
-            raise StoreError(f"cannot use store directory {self._directory}: {e}") from e
+            raise directory_error(self._directory, e) from e
         if not locked:
             raise StoreError(
                 f"store {self._directory} is locked by another broker "
-                f"(lock file {self._directory / LOCK_FILE})"
+                f"(lock file {self._directory / LOCK_FILE})",
+                fix=f"stop that broker, {CHOOSE_ANOTHER}",
             )
         hold = os.environ.get(HOLD_BEFORE_COMMIT_ENV)
         self._hold_path = Path(hold) if hold else None

@@ -1,0 +1,64 @@
+"""The one reading of an ``--admin`` address, shared by every command that takes one.
+
+``ferrymq broker --admin`` says where the admin HTTP listener binds; ``stat``, ``bench`` and the
+management verbs say where to reach it. Both accept the same spellings, so an address copied
+from one command works in the other: ``http://host:port``, ``host:port``, ``:port`` and
+``port`` (the host then is loopback), with ``[::1]:port`` for IPv6. ``https://`` is refused:
+the admin listener speaks plain HTTP.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8161
+DEFAULT_ADMIN = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+FORMS = "http://HOST:PORT, HOST:PORT or :PORT"
+
+
+class AdminAddressError(ValueError):
+    """An ``--admin`` value that names no admin listener; the message says what was expected."""
+
+
+def parse_admin_address(text: str) -> tuple[str, int]:
+    """``(host, port)`` of ``http://host:port``, ``host:port``, ``:port`` or ``port``."""
+    raw = text.strip()
+    if not raw:
+        raise AdminAddressError(f"--admin: expected {FORMS}, got an empty value")
+    if "://" in raw:
+        scheme = raw.split("://", 1)[0].lower()
+        if scheme != "http":
+            raise AdminAddressError(
+                f"--admin: the admin API speaks plain HTTP, got {text!r} (use {FORMS})"
+            )
+    elif raw.isdigit():
+        raw = f"http://{DEFAULT_HOST}:{raw}"
+    else:
+        raw = "http://" + (DEFAULT_HOST + raw if raw.startswith(":") else raw)
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        port, parts = None, None
+    if parts is None or port is None or parts.path.strip("/") or parts.query:
+        raise AdminAddressError(f"--admin: expected {FORMS}, got {text!r}")
+    return parts.hostname or DEFAULT_HOST, port
+
+
+def admin_base_url(text: str) -> str:
+    """The admin API's base URL (``http://host:port``, no trailing slash) for an ``--admin``."""
+    host, port = parse_admin_address(text)
+    return f"http://{format_host(host)}:{port}"
+
+
+def admin_listen_address(text: str) -> str:
+    """``host:port`` as ``ferrymq broker --admin`` binds it (``off`` and friends pass through)."""
+    if text.strip().lower() in ("off", "none", "no", "false"):
+        return text
+    host, port = parse_admin_address(text)
+    return f"{format_host(host)}:{port}"
+
+
+def format_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
