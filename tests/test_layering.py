@@ -69,6 +69,9 @@ ALLOWED: dict[str, frozenset[str]] = {
             "util",
         }
     ),
+    # An application's broker (docs/embedding.md): the composition root, started from a config,
+    # and the vm:// registry it checks names in.
+    "embedded": frozenset({"broker", "config", "service.errors", "util"}),
     "cli": frozenset(
         {"bench", "broker", "client", "config", "ha", "service", "spark", "transport"}
     ),
