@@ -111,6 +111,7 @@ async def test_a_duplex_bridge_lists_both_directions(tmp_path: Path) -> None:
     net.add("A", '<networkConnector name="both-ways" uri="static:({B})" duplex="true"/>')
     net.add("B")
     net.enable_admin("A")
+    net.enable_admin("B")
     async with net:
         await net.wait_for_bridges()
         consumer = await connect(net.url("A"))
@@ -122,6 +123,7 @@ async def test_a_duplex_bridge_lists_both_directions(tmp_path: Path) -> None:
                 lambda: forwarded(net, "A") == [0, 2], WAIT_S, "2 messages forwarded B -> A"
             )
             (bridge,) = (await api(net, "A", "/api/v1/network-bridges"))["network_bridges"]
+            (responder,) = (await api(net, "B", "/api/v1/network-bridges"))["network_bridges"]
         finally:
             await consumer.disconnect()
     assert bridge["duplex"] is True
@@ -134,6 +136,20 @@ async def test_a_duplex_bridge_lists_both_directions(tmp_path: Path) -> None:
     assert demand["destination"] == {"type": "queue", "name": "replies"}
     assert (demand["consumers"], demand["priority"]) == (1, 0)
     assert demand["forwarded"] == 2
+    # B has no connector of its own, yet lists the bridge A opened (ActiveMQ's
+    # duplexNetworkConnectors), counting what it forwarded without the advisories A reads.
+    assert (responder["connector"], responder["duplex"], responder["initiated_by"]) == (
+        "both-ways",
+        True,
+        "remote",
+    )
+    assert (responder["local_broker"]["name"], responder["remote_broker"]["name"]) == ("B", "A")
+    out, back = responder["directions"]
+    assert (out["direction"], out["from"], out["to"], out["forwarded"]) == ("outbound", "B", "A", 2)
+    (remote_demand,) = out["demand_subscriptions"]
+    assert remote_demand["destination"] == {"type": "queue", "name": "replies"}
+    assert (back["direction"], back["forwarded"]) == ("inbound", 0)
+    assert bridge["initiated_by"] == "local"
 
 
 def test_a_broker_without_network_statistics_lists_no_bridges() -> None:

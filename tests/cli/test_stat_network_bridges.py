@@ -37,6 +37,7 @@ async def test_stat_lists_each_bridge_its_demand_and_forwarded_counts(
     )
     net.add("B", attributes='brokerId="id-of-B"')
     net.enable_admin("A")
+    net.enable_admin("B")
     async with net:
         await net.wait_for_bridges()
         consumer = await connect(net.url("B"))
@@ -54,10 +55,16 @@ async def test_stat_lists_each_bridge_its_demand_and_forwarded_counts(
                 "4 messages counted as forwarded",
             )
             lines = await stat(capsys, net.admin_url("A"))
+            responder = await stat(capsys, net.admin_url("B"))
         finally:
             await producer.disconnect()
             await consumer.disconnect()
     assert lines[0].startswith("broker A: master")
+    # B has no connector of its own: the duplex bridge A opened is listed there too.
+    assert responder[1:3] == [
+        "network bridge to-B: B (id id-of-B) <-> A, duplex opened by A, started",
+        "  outbound id-of-B -> A: 0 forwarded, 0 demand subscription(s)",
+    ]
     assert lines[1:5] == [
         "network bridge to-B: A <-> B (id id-of-B), duplex, started",
         "  outbound A -> id-of-B: 4 forwarded, 1 demand subscription(s)",

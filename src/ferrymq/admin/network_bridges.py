@@ -62,6 +62,9 @@ def network_bridge_document(bridge: Mapping[str, Any]) -> dict[str, Any]:
         "uri": bridge.get("uri"),
         "state": bridge.get("state"),
         "duplex": bool(bridge.get("duplex", False)),
+        # "remote": the other broker's duplex connector opened it (this broker has no
+        # connector of its own for it).
+        "initiated_by": bridge.get("initiatedBy", "local"),
         "local_broker": {"name": bridge.get("localBrokerName"), "id": bridge.get("localBrokerId")},
         "remote_broker": {
             "name": bridge.get("remoteBrokerName"),

@@ -102,6 +102,7 @@ class Consumer:
         "connection_id",
         "containers",
         "destination",
+        "dispatched",
         "durable_name",
         "exclusive",
         "extra",
@@ -156,8 +157,7 @@ class Consumer:
         self.network_consumer_ids: tuple[str, ...] = ()
         """For a demand subscription: the real consumers it stands for, so a broker that
         hears of one consumer by two routes can keep one (suppressDuplicateQueueSubscriptions)."""
-        self.extra: dict[str, str] = {}
-        """Other ``activemq.*`` subscription headers, kept for advisories."""
+        self.extra: dict[str, str] = {}  # other activemq.* SUBSCRIBE headers, for advisories
         self.containers: list[ConsumerContainer] = []
         self._ledger: OrderedDict[str, Entry] = OrderedDict()
         self._by_message_id: dict[str, str] = {}
@@ -166,6 +166,7 @@ class Consumer:
         acknowledges an auto subscription, so the index is kept only where it is used."""
         self._outstanding = 0
         """Deliveries that count against the prefetch window (in flight, not acked in a tx)."""
+        self.dispatched = 0  # ActiveMQ's DispatchedCount: every delivery, redeliveries too
 
     @property
     def key(self) -> tuple[str, str]:

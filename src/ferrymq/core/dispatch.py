@@ -48,6 +48,7 @@ class Dispatcher:
         if consumer.ack_mode is not _AUTO:
             state.ack_owners[ack_id] = consumer
         state.messages_delivered += 1
+        consumer.dispatched += 1
         if context.tracing:
             context.trace_entry(TraceKind.DELIVERED, entry, consumer)
         effects = context.effects

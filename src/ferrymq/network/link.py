@@ -22,11 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ferrymq.client import ClientError, Connection, connect
+from ferrymq.client import ClientError, Connection, ConnectionClosed, connect
 from ferrymq.config.network import NetworkConnectorConfig
 from ferrymq.network.bridge import BridgeFailedError, DemandForwardingBridge
 from ferrymq.network.routes import RouteRegistry
 from ferrymq.stomp import constants as h
+from ferrymq.util.aio import leaf_exceptions
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class NetworkBridge:
         if config.duplex:
             # ActiveMQ's responder side of a duplex bridge counts the initiator as a peer.
             identity[h.FERRYMQ_CLUSTER_PEER] = "true"
+            identity[h.FERRYMQ_DUPLEX] = "true"
         remote = await connect(
             self.uri,
             login=config.user_name,
@@ -178,10 +180,17 @@ class NetworkBridge:
                 )
                 await self._advise(own, started=True)
         except BaseExceptionGroup as group:
-            causes = "; ".join(str(e) or type(e).__name__ for e in group.exceptions)
-            raise BridgeFailedError(causes) from group
+            causes = dict.fromkeys(self._cause(e, remote) for e in leaf_exceptions(group))
+            raise BridgeFailedError("; ".join(causes)) from group
         finally:
             unregister()
+
+    def _cause(self, error: BaseException, remote: Connection) -> str:
+        """What ended the bridge, in a user's words."""
+        if isinstance(error, ConnectionClosed) and remote.closed:
+            name = self.remote_broker_name or self.remote_broker_id
+            return f"the remote broker {name} closed the connection"
+        return str(error) or type(error).__name__
 
     async def _advise(self, own: Connection, *, started: bool) -> None:
         if own.closed:

@@ -147,6 +147,9 @@ FERRYMQ_BROKER_NAME: Final = "ferrymq.broker-name"
 # peer of its cluster (the bridge's own side, and the remote side of a duplex bridge).
 FERRYMQ_BROKER_URL: Final = "ferrymq.broker-url"
 FERRYMQ_CLUSTER_PEER: Final = "ferrymq.cluster-peer"
+# The bridge is duplex: the receiving broker lists it among its own network bridges, as
+# ActiveMQ lists the responder side of a duplex bridge (its duplexNetworkConnectors).
+FERRYMQ_DUPLEX: Final = "ferrymq.duplex"
 FERRYMQ_NETWORK_SUBSCRIPTION: Final = "ferrymq.network-subscription"
 FERRYMQ_CONSUMER_PATH: Final = "ferrymq.consumer-broker-path"
 FERRYMQ_FORWARD_TO: Final = "ferrymq.forward-to"

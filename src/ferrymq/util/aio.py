@@ -21,3 +21,12 @@ async def wait_event(event: asyncio.Event, timeout_s: float | None) -> bool:
     finally:
         waiter.cancel()
     return event.is_set()
+
+
+def leaf_exceptions(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``'s (nested) exception groups, in order; ``[error]`` for a
+    plain one.  A task group's own text ("unhandled errors in a TaskGroup (1 sub-exception)")
+    tells a user nothing: its leaves say what happened."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaf_exceptions(inner)]
+    return [error]

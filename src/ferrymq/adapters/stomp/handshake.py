@@ -16,6 +16,7 @@ from ferrymq.adapters.stomp.replication import ReplicationRequests
 from ferrymq.adapters.stomp.requests import ClientRequests
 from ferrymq.core.errors import BrokerError
 from ferrymq.service.cluster import ClusterClient
+from ferrymq.service.connection import BridgePeer
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.events import Connect
 
@@ -67,8 +68,10 @@ def _bridge_handshake(link: StompLink, headers: dict[str, str]) -> dict[str, str
     if own_url is not None:
         extra[h.FERRYMQ_BROKER_URL] = own_url
     peer_url = headers.get(h.FERRYMQ_BROKER_URL)
+    broker_id = headers.get(h.FERRYMQ_BROKER_ID) or connection.connection_id
+    name = headers.get(h.FERRYMQ_BROKER_NAME) or broker_id
     if headers.get(h.FERRYMQ_CLUSTER_PEER) == "true" and peer_url:
-        broker_id = headers.get(h.FERRYMQ_BROKER_ID) or connection.connection_id
-        name = headers.get(h.FERRYMQ_BROKER_NAME) or broker_id
         service.cluster.peer_joined(connection.connection_id, broker_id, name, peer_url)
+    if headers.get(h.FERRYMQ_DUPLEX) == "true":
+        connection.duplex_peer = BridgePeer(broker_id, name)
     return extra
