@@ -10,12 +10,19 @@ import enum
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ferrymq.admin.operations import BrokerOperations
 from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
+from ferrymq.core.management import ManagementError, Refusal
 from ferrymq.core.statistics import DestinationStatistics
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector
 from ferrymq.network import NetworkService
 from ferrymq.service.broker import BrokerService
+from ferrymq.service.duplex import duplex_bridge_records
+from ferrymq.service.management import BrokerManagement
+
+SERVING_ROLES = frozenset({"standalone", "master"})
+"""``ferrymq.broker.Role`` values of a broker that takes write operations."""
 
 
 class ObservedBroker(Protocol):
@@ -39,6 +46,9 @@ class ObservedBroker(Protocol):
     @property
     def locker(self) -> Locker | None: ...
 
+    @property
+    def failure(self) -> str | None: ...
+
 
 class AdminView:
     """The admin API's view of a broker: whichever service is current, plus its role."""
@@ -51,8 +61,12 @@ class AdminView:
         statistics = dict(BrokerServiceSource(broker.service).statistics())
         statistics["role"] = broker.role.value
         statistics["master_terms"] = broker.terms
+        if broker.failure is not None:
+            statistics["failure"] = broker.failure
         # Plain records, shaped by the admin package (it may not import the network layer).
-        statistics["network_bridges"] = broker.network.statistics()
+        statistics["network_bridges"] = broker.network.statistics() + duplex_bridge_records(
+            broker.service.connections.values(), broker.service.region
+        )
         if broker.replica is not None:
             statistics["replication"] = {
                 "master": broker.replica.remote_uri,
@@ -83,6 +97,18 @@ class AdminView:
 
     def destination_statistics(self) -> Sequence[DestinationStatistics]:
         return BrokerServiceSource(self._broker.service).destination_statistics()
+
+    def operations(self) -> BrokerOperations:
+        """The current service's write operations; refused unless this broker serves."""
+        broker = self._broker
+        role = str(broker.role.value)
+        if role not in SERVING_ROLES:
+            name = broker.service.config.broker_name
+            raise ManagementError(
+                f"broker {name} is not serving ({role}): send write operations to its master",
+                reason=Refusal.NOT_SERVING,
+            )
+        return BrokerManagement(broker.service)
 
     def connection_statistics(self) -> Sequence[ConnectionStatistics]:
         return BrokerServiceSource(self._broker.service).connection_statistics()

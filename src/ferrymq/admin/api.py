@@ -12,6 +12,7 @@ from typing import Any, Final
 from ferrymq.admin.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ferrymq.admin.metrics import render_metrics
 from ferrymq.admin.network_bridges import STATISTICS_KEY, network_bridge_documents
+from ferrymq.admin.operations import WRITE_ROUTES
 from ferrymq.admin.routing import HttpError, Request, Response, Route, json_response
 from ferrymq.admin.source import AdminSource, ConnectionStatistics, SubscriptionStatistics
 from ferrymq.core.destination import Destination, DestinationType
@@ -119,7 +120,9 @@ def list_network_bridges(source: AdminSource, request: Request) -> Response:
 
 
 def get_metrics(source: AdminSource, request: Request) -> Response:
-    text = render_metrics(source.statistics(), source.destination_statistics())
+    text = render_metrics(
+        source.statistics(), source.destination_statistics(), source.connection_statistics()
+    )
     return Response(200, text.encode(), METRICS_CONTENT_TYPE)
 
 
@@ -130,4 +133,5 @@ ROUTES: Final = (
     Route("/api/v1/connections", list_connections),
     Route("/api/v1/network-bridges", list_network_bridges),
     Route("/metrics", get_metrics),
+    *WRITE_ROUTES,
 )

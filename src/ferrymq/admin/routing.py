@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Final
@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 JSON_CONTENT_TYPE: Final = "application/json"
 READ_METHODS: Final = frozenset({"GET", "HEAD"})
+POST: Final = frozenset({"POST"})
+DELETE: Final = frozenset({"DELETE"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,9 @@ class Request:
     """Captured ``{name}`` path segments, percent-decoded."""
     query: Mapping[str, str] = field(default_factory=dict)
     """Query parameters; the last of repeated names wins."""
+    body: bytes = b""
+    content_type: str | None = None
+    """The request's ``Content-Type`` (a write must say ``application/json``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +48,8 @@ class Response:
     """Extra headers (``Allow`` on a 405); framing headers are the server's business."""
 
 
-Handler = Callable[[AdminSource, Request], Response]
+Handler = Callable[[AdminSource, Request], Response | Awaitable[Response]]
+"""A read answers at once; a write (``admin.operations``) awaits the broker's store."""
 
 
 class HttpError(Exception):
@@ -111,28 +117,71 @@ class Router:
         self.routes.append(Route(pattern, handler, methods))
 
     def dispatch(self, source: AdminSource, method: str, target: str) -> Response:
-        """Answer one request; never raises (a failing handler is a 500)."""
+        """Answer one read request; never raises (a failing handler is a 500)."""
+        found = self._resolve(method, target)
+        if isinstance(found, Response):
+            return found
+        handler, request = found
+        try:
+            response = handler(source, request)
+        except HttpError as exc:
+            return error_response(exc.status, exc.message)
+        except Exception:
+            log.exception("admin handler for %s %s failed", method, request.path)
+            return error_response(500, f"the handler for {request.path} failed; see the broker log")
+        if isinstance(response, Response):
+            return response
+        _close(response)
+        return error_response(405, f"{method} {request.path} needs the admin server")
+
+    async def respond(
+        self,
+        source: AdminSource,
+        method: str,
+        target: str,
+        body: bytes = b"",
+        content_type: str | None = None,
+    ) -> Response:
+        """Answer one request, awaiting a write's handler; never raises (a failure is a 500)."""
+        found = self._resolve(method, target, body, content_type)
+        if isinstance(found, Response):
+            return found
+        handler, request = found
+        try:
+            response = handler(source, request)
+            return response if isinstance(response, Response) else await response
+        except HttpError as exc:
+            return error_response(exc.status, exc.message)
+        except Exception:
+            log.exception("admin handler for %s %s failed", method, request.path)
+            return error_response(500, f"the handler for {request.path} failed; see the broker log")
+
+    def _resolve(
+        self, method: str, target: str, body: bytes = b"", content_type: str | None = None
+    ) -> tuple[Handler, Request] | Response:
+        """The handler and request for a target, or the error answer (404, 405)."""
         try:
             path, segments, query = _split_target(target)
         except HttpError as exc:
             return error_response(exc.status, exc.message)
+        allowed: set[str] = set()
         for route in self.routes:
             params = route.match(segments)
             if params is None:
                 continue
-            if method not in route.methods:
-                return error_response(
-                    405, f"{method} is not allowed on {path}", (("Allow", route.allow),)
-                )
-            request = Request(method, path, params, query)
-            try:
-                return route.handler(source, request)
-            except HttpError as exc:
-                return error_response(exc.status, exc.message)
-            except Exception:
-                log.exception("admin handler for %s %s failed", method, path)
-                return error_response(500, f"the handler for {path} failed; see the broker log")
+            if method in route.methods:
+                return route.handler, Request(method, path, params, query, body, content_type)
+            allowed |= route.methods
+        if allowed:
+            allow = ", ".join(sorted(allowed, key=lambda m: (m != "GET", m != "HEAD", m)))
+            return error_response(405, f"{method} is not allowed on {path}", (("Allow", allow),))
         return error_response(404, f"no resource at {path}")
+
+
+def _close(awaitable: Awaitable[Response]) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
 
 
 def _split_target(target: str) -> tuple[str, tuple[str, ...], dict[str, str]]:

@@ -1,7 +1,8 @@
 """The admin HTTP listener: asyncio streams carrying h11's events to the router and back.
 
 h11 does the HTTP/1.1 framing (keep-alive, pipelining, HEAD, Connection: close); the router
-decides every answer synchronously from a snapshot, so a request never waits on the broker.
+decides a read synchronously from a snapshot, so it never waits on the broker; a write
+(``admin.operations``) waits until the broker's store has made it durable.
 Each connection is one task owned by the server: ``stop`` cancels and awaits all of them.
 Limits are checked here because h11 bounds only an *incomplete* head: a complete oversized
 head, an oversized body and a client that never finishes its request are refused explicitly.
@@ -22,6 +23,7 @@ import h11
 
 from ferrymq import __version__
 from ferrymq.admin.api import ROUTES
+from ferrymq.admin.health import HEALTH_ROUTE
 from ferrymq.admin.routing import Response, Route, Router, error_response
 from ferrymq.admin.source import AdminSource, BrokerServiceView, as_source
 
@@ -63,7 +65,7 @@ class AdminServer:
         host: str = "127.0.0.1",
         port: int = 8161,
         *,
-        routes: Iterable[Route] = ROUTES,
+        routes: Iterable[Route] = (*ROUTES, HEALTH_ROUTE),
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         write_timeout_s: float = WRITE_TIMEOUT_S,
         max_head_bytes: int = MAX_HEAD_BYTES,
@@ -174,7 +176,7 @@ class AdminServer:
         """Read one request and decide its answer; None when the client is gone or idle."""
         try:
             async with asyncio.timeout(self.idle_timeout_s):
-                request, refusal = await self._receive(connection, reader)
+                request, refusal, body = await self._receive(connection, reader)
         except TimeoutError:
             if connection.their_state is h11.IDLE and not connection.trailing_data[0]:
                 return None
@@ -190,13 +192,17 @@ class AdminServer:
             return _Reply(refusal, head=head, close=True)
         method = request.method.decode("latin-1")
         target = request.target.decode("latin-1")
-        return _Reply(self.router.dispatch(self.source, method, target), head=head)
+        content_type = _header(request, b"content-type")
+        response = await self.router.respond(self.source, method, target, body, content_type)
+        return _Reply(response, head=head)
 
     async def _receive(
         self, connection: h11.Connection, reader: asyncio.StreamReader
-    ) -> tuple[h11.Request | None, Response | None]:
-        """The next request, read to its end unless it breaks a limit (then the refusal)."""
+    ) -> tuple[h11.Request | None, Response | None, bytes]:
+        """The next request and its body, read to its end unless it breaks a limit (then the
+        refusal)."""
         request: h11.Request | None = None
+        body: list[bytes] = []
         body_bytes = 0
         while True:
             event = connection.next_event()
@@ -206,17 +212,18 @@ class AdminServer:
                 request = event
                 if _head_bytes(event) > self.max_head_bytes:
                     limit = f"the request head exceeds {self.max_head_bytes} bytes"
-                    return request, error_response(431, limit)
+                    return request, error_response(431, limit), b""
                 if _content_length(event) > self.max_body_bytes:
-                    return request, error_response(413, self._body_limit())
+                    return request, error_response(413, self._body_limit()), b""
             elif isinstance(event, h11.Data):
                 body_bytes += len(event.data)
                 if body_bytes > self.max_body_bytes:
-                    return request, error_response(413, self._body_limit())
+                    return request, error_response(413, self._body_limit()), b""
+                body.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
-                return request, None
+                return request, None, b"".join(body)
             elif isinstance(event, h11.ConnectionClosed):
-                return None, None
+                return None, None, b""
             else:
                 raise AssertionError(f"h11 event {event!r} at the start of a request")
 
@@ -263,6 +270,13 @@ def _head_bytes(request: h11.Request) -> int:
     """The size of the request line and header fields as sent (CRLFs included)."""
     line = len(request.method) + len(request.target) + len(b"  HTTP/1.1\r\n")
     return line + sum(len(name) + len(value) + 4 for name, value in request.headers) + 2
+
+
+def _header(request: h11.Request, name: bytes) -> str | None:
+    for field_name, value in request.headers:
+        if field_name == name:
+            return value.decode("latin-1")
+    return None
 
 
 def _content_length(request: h11.Request) -> int:

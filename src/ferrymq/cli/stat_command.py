@@ -10,6 +10,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from ferrymq.cli.admin_client import DEFAULT_ADMIN, FORMS, AdminAddressError, admin_base_url
+
 
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
@@ -19,8 +21,8 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--admin",
-        default="http://127.0.0.1:8161",
-        help="the broker's admin URL (default http://127.0.0.1:8161)",
+        default=DEFAULT_ADMIN,
+        help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
     )
     parser.add_argument("--type", choices=["queue", "topic", "temp-queue", "temp-topic"])
     parser.add_argument("--format", choices=["table", "json"], default="table")
@@ -35,13 +37,20 @@ def fetch(admin: str, path: str) -> Any:
 
 def describe_role(broker: dict[str, Any]) -> str:
     """One line: the broker's name, its master/slave role and the lock or link behind it."""
-    line = f"broker {broker.get('name')}: {broker.get('role', 'standalone')}"
+    role = broker.get("role", "standalone")
+    line = f"broker {broker.get('name')}: {role}"
+    if broker.get("failure"):
+        line += f" ({broker['failure']})"
     lock = broker.get("lock")
     if lock:
-        held = "held" if lock.get("held") else f"held by {lock.get('current_holder') or '?'}"
+        held = (
+            "held by this broker"
+            if lock.get("held")
+            else f"held by {lock.get('current_holder') or 'another broker'}"
+        )
         line += f"; {lock.get('locker')} {lock.get('resource')} ({held})"
     replication = broker.get("replication")
-    if replication:
+    if replication and role == "replicating":  # a slave that took over is a master now
         state = "attached" if replication.get("attached") else "connecting"
         line += f"; replicating from {replication.get('master')} ({state})"
     slave = broker.get("slave")
@@ -61,6 +70,8 @@ def describe_bridges(bridges: list[dict[str, Any]]) -> list[str]:
             _broker(remote) if remote.get("id") else f"{bridge.get('uri')} (not yet known)"
         )
         duplex = ", duplex" if bridge.get("duplex") else ""
+        if bridge.get("initiated_by") == "remote":
+            duplex += f" opened by {remote.get('name') or 'the remote broker'}"
         lines.append(
             f"network bridge {bridge.get('connector')}: {_broker(local)} {arrow} {remote_text}"
             f"{duplex}, {bridge.get('state')}"
@@ -91,10 +102,15 @@ def _broker(broker: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     query = f"?type={args.type}" if args.type else ""
     try:
-        broker = fetch(args.admin, "/api/v1/broker")
-        data = fetch(args.admin, "/api/v1/destinations" + query)
+        admin = admin_base_url(args.admin)
+    except AdminAddressError as exc:
+        print(f"ferrymq stat: {exc}", file=sys.stderr)
+        return 2
+    try:
+        broker = fetch(admin, "/api/v1/broker")
+        data = fetch(admin, "/api/v1/destinations" + query)
     except (urllib.error.URLError, OSError) as exc:
-        print(f"ferrymq stat: cannot reach the admin API at {args.admin}: {exc}", file=sys.stderr)
+        print(f"ferrymq stat: cannot reach the admin API at {admin}: {exc}", file=sys.stderr)
         return 1
     rows = data["destinations"]
     if args.format == "json":

@@ -24,6 +24,8 @@ class Outcome:
     refused: BrokerError | None = None
     """Why the command was refused; None when it was accepted. Its ``fatal`` says whether the
     connection is closed after the error is reported."""
+    affected: int = 0
+    """How many messages an operator's command touched (``core.management``: purged, moved)."""
 
     @property
     def accepted(self) -> bool:

@@ -348,6 +348,10 @@ class Queue:
 
     def paged_in(self, records: list[StoredMessage], limit: int) -> None:
         self._page_in_requested = False
+        loaded = len(records)
+        if records and records[0].seq < self.cursor:
+            # Read before a purge or an operator's page-in moved the cursor: already had.
+            records = [r for r in records if r.seq >= self.cursor]
         usage = self._usage
         now = self._context.now_ms
         for record in records:
@@ -371,7 +375,7 @@ class Queue:
         self.paged_out -= len(records)
         if records:
             self.cursor = records[-1].seq + 1
-        if len(records) < limit and not self._paged_out_since_request:
+        if loaded < limit and not self._paged_out_since_request:
             # The store has nothing more from the cursor on: trust it over our count.
             self.paged_out = 0
         self.paged_out = max(self.paged_out, 0)
@@ -386,6 +390,7 @@ class Queue:
         if self.storable or self.paged_out or any(e.stored for e in entries):
             self._context.effects.store_ops.append(PurgeContainer(self.key))
         self.paged_out = 0
+        self.cursor = self._context.seq + 1  # a page-in read before the purge brings nothing
         return entries
 
     def __repr__(self) -> str:

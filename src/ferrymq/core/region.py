@@ -31,6 +31,7 @@ from ferrymq.core.dispatch import Dispatcher
 from ferrymq.core.effects import Delivery, Effects
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.ledger import AckRef, Ledger
+from ferrymq.core.management import Management
 from ferrymq.core.message import Message
 from ferrymq.core.outcome import (
     ACCEPTED,
@@ -135,6 +136,9 @@ class RegionBroker:
         self.dedup = router.dedup
         self.scheduler = router.scheduler
         self._accept, self._route = router.accept, router.route  # the SEND path, looked up once
+        self.management = Management(
+            context, queues, destinations, subscriptions, router, advisories
+        )
         self._ledger = Ledger(
             context,
             dispatcher,

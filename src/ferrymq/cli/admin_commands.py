@@ -1,0 +1,222 @@
+"""``ferrymq purge``, ``delete``, ``move``, ``retry`` and ``connections``: the admin API's write
+operations from the shell, as ``rabbitmqctl purge_queue``/``delete_queue``/``close_connection``
+and ActiveMQ's web console offer them.
+
+Each verb is one HTTP request to the broker's admin API (``--admin``, read by
+``admin_client``, the same spellings as ``ferrymq stat``) and prints one line of what was done.
+A refusal (no such queue, a slave, a durable subscription still in use) prints the broker's
+own message on one line and exits 1; an ``--admin`` that names no address exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from ferrymq.cli.admin_client import DEFAULT_ADMIN, FORMS, AdminAddressError, admin_base_url
+
+TIMEOUT_S = 120.0
+"""A move or a purge of a deep queue is one request: allow it time (reads take far less)."""
+
+
+class UsageError(Exception):
+    """Arguments that argparse cannot check alone (exit 2, as argparse's own)."""
+
+
+class AdminCallError(Exception):
+    """The admin API refused or could not be reached; the message is the line to print."""
+
+
+def call(admin: str, method: str, path: str, document: dict[str, Any] | None = None) -> Any:
+    """One request to the admin API; its JSON answer, or ``AdminCallError`` with the reason."""
+    data = json.dumps(document or {}).encode() if method == "POST" else None
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    request = urllib.request.Request(admin + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        with exc:
+            raise AdminCallError(f"{_refusal(exc)} (HTTP {exc.code})") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise AdminCallError(f"cannot reach the admin API at {admin}: {reason}") from None
+
+
+def _refusal(exc: urllib.error.HTTPError) -> str:
+    try:
+        message = json.load(exc).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or exc.reason)
+
+
+def _quote(name: str) -> str:
+    return urllib.parse.quote(name, safe="")
+
+
+def _verb(commands: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=summary, description=description
+    )
+    parser.add_argument(
+        "--admin",
+        default=DEFAULT_ADMIN,
+        help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
+    )
+    parser.set_defaults(run=run, verb=name)
+    return parser
+
+
+def _selection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--selector", help="a JMS selector: only the messages it selects")
+    parser.add_argument("--max", type=_positive, metavar="N", help="at most N messages")
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return number
+
+
+def add_parser(commands: Any) -> None:
+    purge = _verb(
+        commands, "purge", "remove every message of a queue", "Remove every message of a queue."
+    )
+    purge.add_argument("queue")
+    delete = _verb(
+        commands,
+        "delete",
+        "delete a queue, a topic or a durable subscription",
+        "Delete a queue or a topic (its consumers are closed, its messages dropped), or an "
+        "inactive durable subscription (with --client-id).",
+    )
+    delete.add_argument("kind", choices=["queue", "topic", "durable"])
+    delete.add_argument("name", help="the destination's name, or the subscription's name")
+    delete.add_argument("--client-id", help="the durable subscription's client id")
+    move = _verb(
+        commands,
+        "move",
+        "move (or copy) messages from one queue to another",
+        "Move the messages of queue SOURCE to queue TARGET, each once, durably.",
+    )
+    move.add_argument("source")
+    move.add_argument("target")
+    _selection(move)
+    move.add_argument("--copy", action="store_true", help="copy: leave them in SOURCE too")
+    retry = _verb(
+        commands,
+        "retry",
+        "send dead letters back to where they were first sent",
+        "Send the messages of a dead-letter queue back to their original destinations.",
+    )
+    retry.add_argument("queue", help="the dead-letter queue (e.g. ActiveMQ.DLQ)")
+    _selection(retry)
+    connections = _verb(
+        commands,
+        "connections",
+        "list client connections, or close one",
+        "List the broker's client connections, or close one with --close ID.",
+    )
+    connections.add_argument("--close", metavar="ID", help="close the connection with this id")
+
+
+def run(args: argparse.Namespace) -> int:
+    verb = args.verb
+    try:
+        admin = admin_base_url(args.admin)
+    except AdminAddressError as exc:
+        print(f"ferrymq {verb}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        line = VERBS[verb](admin, args)
+    except AdminCallError as exc:
+        print(f"ferrymq {verb}: {exc}", file=sys.stderr)
+        return 1
+    except UsageError as exc:
+        print(f"ferrymq {verb}: {exc}", file=sys.stderr)
+        return 2
+    print(line)
+    return 0
+
+
+def _purge(admin: str, args: argparse.Namespace) -> str:
+    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.queue)}/purge")
+    return f"purged {answer['purged']} messages from queue {args.queue}"
+
+
+def _delete(admin: str, args: argparse.Namespace) -> str:
+    if args.kind == "durable":
+        if not args.client_id:
+            raise UsageError("delete durable needs --client-id (the subscription's client id)")
+        path = f"/api/v1/durable-subscriptions/{_quote(args.client_id)}/{_quote(args.name)}"
+        answer = call(admin, "DELETE", path)
+        return (
+            f"deleted durable subscription {args.name} of client {args.client_id} "
+            f"({answer['messages']} messages)"
+        )
+    if args.client_id:
+        raise UsageError("--client-id goes with delete durable only")
+    answer = call(admin, "DELETE", f"/api/v1/destinations/{args.kind}/{_quote(args.name)}")
+    return f"deleted {args.kind} {args.name} ({answer['messages']} messages)"
+
+
+def _move(admin: str, args: argparse.Namespace) -> str:
+    document = {"to": args.target, "selector": args.selector, "max": args.max, "copy": args.copy}
+    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.source)}/move", document)
+    done = "copied" if args.copy else "moved"
+    return f"{done} {answer[done]} messages from queue {args.source} to queue {args.target}"
+
+
+def _retry(admin: str, args: argparse.Namespace) -> str:
+    document = {"selector": args.selector, "max": args.max}
+    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.queue)}/retry", document)
+    return f"retried {answer['retried']} messages from queue {args.queue}"
+
+
+def _connections(admin: str, args: argparse.Namespace) -> str:
+    if args.close is not None:
+        answer = call(admin, "DELETE", f"/api/v1/connections/{_quote(args.close)}")
+        return f"closed connection {answer['closed']}"
+    listed = call(admin, "GET", "/api/v1/connections")["connections"]
+    rows = [("ID", "REMOTE ADDRESS", "USER", "PROTOCOL", "SINCE")]
+    rows += [
+        (
+            c["id"],
+            c.get("remote_address") or "-",
+            c.get("user") or "-",
+            f"STOMP {c['stomp_version']}" if c.get("stomp_version") else "-",
+            _since(c.get("connected_at_ms")),
+        )
+        for c in listed
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
+def _since(epoch_ms: int | None) -> str:
+    if not epoch_ms:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch_ms / 1000))
+
+
+VERBS = {
+    "purge": _purge,
+    "delete": _delete,
+    "move": _move,
+    "retry": _retry,
+    "connections": _connections,
+}
