@@ -62,7 +62,7 @@ async def test_broker_destinations_connections_and_metrics(tmp_path: Path) -> No
         content_type, metrics = await asyncio.to_thread(_get, base + "/metrics")
         assert content_type.startswith("text/plain; version=0.0.4")
         text = metrics.decode()
-        assert 'ferrymq_destination_depth{type="queue",name="watched"} 1' in text
+        assert 'ferrymq_destination_depth{name="watched",type="queue"} 1.0' in text
         assert "ferrymq_store_commits_total" in text
         writer.close()
         await writer.wait_closed()

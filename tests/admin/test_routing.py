@@ -211,4 +211,4 @@ def test_metrics_is_prometheus_text() -> None:
     response = Router(ROUTES).dispatch(FakeBroker(), "GET", "/metrics")
     assert response.status == 200
     assert response.content_type.startswith("text/plain; version=0.0.4")
-    assert b'ferrymq_destination_depth{type="queue",name="orders.in"} 5\n' in response.body
+    assert b'ferrymq_destination_depth{name="orders.in",type="queue"} 5.0\n' in response.body

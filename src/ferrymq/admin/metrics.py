@@ -1,22 +1,33 @@
-"""Prometheus text exposition format 0.0.4, rendered from a statistics snapshot.
+"""``/metrics``: the broker's figures in Prometheus' text exposition format 0.0.4.
 
-``render_metrics`` is a pure function of what ``AdminSource`` returns, so the output can be
-checked without a server.  Format rules from Prometheus' "Exposition formats" page, section
-"Text format details": one ``# HELP`` and one ``# TYPE`` line per metric family, before its
-samples; label values escape backslash, double quote and line feed; HELP text escapes backslash
-and line feed; values are Go float literals (``+Inf``, ``-Inf``, ``NaN``).
+prometheus_client writes the format (escaping, HELP and TYPE lines, Go float literals): a
+``BrokerCollector`` turns one snapshot of ``AdminSource`` into metric families (its "custom
+collector" API), and ``render_metrics`` exposes them with the client's process and platform
+collectors on a private registry, never the library's global one, so two brokers in one process
+do not mix their figures.  Every family is present even without samples, so a dashboard can
+tell "no queue yet" from "metric missing".  Metric names are part of the user interface
+(dashboards and alerts use them): rename none.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+
+from ferrymq.admin.health import ROLES, assess
+from ferrymq.admin.network_metrics import network_bridge_families
+from ferrymq.admin.source import ConnectionStatistics
 from ferrymq.core.statistics import DestinationStatistics
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+"""What ``generate_latest`` writes (newer Prometheus servers also read format 1.0.0)."""
 
 GAUGE: Final = "gauge"
 COUNTER: Final = "counter"
@@ -45,8 +56,21 @@ DESTINATION_METRICS: Final = (
     DestinationMetric(
         "ferrymq_destination_depth",
         GAUGE,
-        "Messages waiting on the destination, in memory or paged out to the store.",
+        "Messages not yet acknowledged: waiting, paged out to the store, or in flight.",
         lambda d: d.depth,
+    ),
+    DestinationMetric(
+        "ferrymq_destination_pending",
+        GAUGE,
+        "Messages not yet dispatched to any consumer (waiting in memory or paged out): how far "
+        "the consumers lag behind the producers.",
+        lambda d: max(d.depth - d.in_flight, 0),
+    ),
+    DestinationMetric(
+        "ferrymq_destination_paged_out",
+        GAUGE,
+        "Messages of the destination kept only in the store (memory above the cursor limit).",
+        lambda d: d.paged_out,
     ),
     DestinationMetric(
         "ferrymq_destination_enqueued_total",
@@ -133,55 +157,119 @@ BROKER_METRICS: Final = (
     BrokerMetric(
         "ferrymq_uptime_seconds", GAUGE, "Seconds since the broker started.", ("uptime_s",)
     ),
+    BrokerMetric(
+        "ferrymq_master_terms_total",
+        COUNTER,
+        "Times this broker became master (or started serving, standalone).",
+        ("master_terms",),
+    ),
 )
 
-
-def escape_label_value(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+DESTINATION_LABELS: Final = ("type", "name")
 
 
-def escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+def family(name: str, type_: str, help_: str, labels: Sequence[str] = ()) -> Metric:
+    """An empty family of ``type_``; a counter's name keeps its ``_total`` in the exposition."""
+    if type_ == COUNTER:
+        return CounterMetricFamily(name, help_, labels=labels)
+    return GaugeMetricFamily(name, help_, labels=labels)
 
 
-def format_value(value: float) -> str:
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return repr(value)
+def add_sample(metric: Metric, labels: Sequence[str], value: float) -> None:
+    if isinstance(metric, CounterMetricFamily | GaugeMetricFamily):
+        metric.add_metric(list(labels), value)
+
+
+class BrokerCollector:
+    """A prometheus_client collector over one snapshot of a broker (taken by the caller, so
+    every family describes the same moment)."""
+
+    def __init__(
+        self,
+        statistics: Mapping[str, Any],
+        destinations: Iterable[DestinationStatistics],
+        connections: Iterable[ConnectionStatistics] = (),
+    ) -> None:
+        self.statistics = statistics
+        self.destinations = sorted(
+            destinations, key=lambda d: (d.destination.type.value, d.destination.name)
+        )
+        self.connections = list(connections)
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._destination_families()
+        yield from self._broker_families()
+        yield from self._role_families()
+        yield self._listener_family()
+        yield from network_bridge_families(self.statistics, self.destinations)
+
+    def _destination_families(self) -> Iterator[Metric]:
+        for metric in DESTINATION_METRICS:
+            found = family(metric.name, metric.type, metric.help, DESTINATION_LABELS)
+            for stats in self.destinations:
+                labels = (stats.destination.type.value, stats.destination.name)
+                add_sample(found, labels, metric.value(stats))
+            yield found
+
+    def _broker_families(self) -> Iterator[Metric]:
+        for metric in BROKER_METRICS:
+            found = family(metric.name, metric.type, metric.help)
+            value = _lookup(self.statistics, metric.path)
+            if value is not None:
+                add_sample(found, (), value * metric.scale)
+            yield found
+
+    def _role_families(self) -> Iterator[Metric]:
+        health = assess(self.statistics)
+        role = GaugeMetricFamily(
+            "ferrymq_role",
+            "The broker's master/slave role: 1 for the current one, 0 for the others.",
+            labels=["role"],
+        )
+        for known in sorted({*ROLES, health.role}):
+            role.add_metric([known], 1 if known == health.role else 0)
+        yield role
+        yield GaugeMetricFamily(
+            "ferrymq_serving",
+            "1 while the broker serves clients (GET /health answers 200), else 0.",
+            value=1 if health.serving else 0,
+        )
+
+    def _listener_family(self) -> Metric:
+        listeners = GaugeMetricFamily(
+            "ferrymq_listener_connections",
+            "Open connections per transport connector (listener), by its name.",
+            labels=["listener"],
+        )
+        counts = Counter(connection.connector for connection in self.connections)
+        for listener in self.statistics.get("listeners") or ():
+            if isinstance(listener, Mapping) and listener.get("name") is not None:
+                counts.setdefault(str(listener["name"]), 0)
+        for name in sorted(counts):
+            listeners.add_metric([name], counts[name])
+        return listeners
+
+
+PROCESS_COLLECTOR: Final = ProcessCollector(registry=None)
+"""``process_*``: CPU seconds, resident and virtual memory, open file descriptors, start time."""
+PLATFORM_COLLECTOR: Final = PlatformCollector(registry=None)
+"""``python_info``: the interpreter's version and implementation."""
 
 
 def render_metrics(
-    statistics: Mapping[str, Any], destinations: Iterable[DestinationStatistics]
+    statistics: Mapping[str, Any],
+    destinations: Iterable[DestinationStatistics],
+    connections: Iterable[ConnectionStatistics] = (),
+    *,
+    process: bool = True,
 ) -> str:
-    """The exposition text for one snapshot; every family is present, even without samples."""
-    lines: list[str] = []
-    ordered = sorted(destinations, key=lambda d: (d.destination.type.value, d.destination.name))
-    labels = [
-        f'{{type="{d.destination.type.value}",name="{escape_label_value(d.destination.name)}"}}'
-        for d in ordered
-    ]
-    for metric in DESTINATION_METRICS:
-        _family_header(lines, metric.name, metric.type, metric.help)
-        for label, stats in zip(labels, ordered, strict=True):
-            lines.append(f"{metric.name}{label} {format_value(metric.value(stats))}")
-    for broker_metric in BROKER_METRICS:
-        _family_header(lines, broker_metric.name, broker_metric.type, broker_metric.help)
-        value = _lookup(statistics, broker_metric.path)
-        if value is not None:
-            if broker_metric.scale != 1.0:
-                value = value * broker_metric.scale
-            lines.append(f"{broker_metric.name} {format_value(value)}")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def _family_header(lines: list[str], name: str, type_: str, help_: str) -> None:
-    lines.append(f"# HELP {name} {escape_help(help_)}")
-    lines.append(f"# TYPE {name} {type_}")
+    """The exposition text for one snapshot (``process``: with this process's own metrics)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(statistics, destinations, connections))
+    if process:
+        registry.register(PROCESS_COLLECTOR)
+        registry.register(PLATFORM_COLLECTOR)
+    return generate_latest(registry).decode()
 
 
 def _lookup(statistics: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
