@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # FerryMQ side by side with ActiveMQ 5.17 (Debian), coilmq (PyPI) and RabbitMQ's STOMP plugin
-# (Debian), on this machine, in one run, one broker at a time; then writes docs/benchmarks.md.
+# (Debian), on this machine, in one run, one broker at a time; then writes docs/benchmarks.md and
+# the picture it shows (docs/img/benchmarks.png, drawn with matplotlib: pip install 'ferrymq[plot]').
 #
 #   benchmarks/compare.sh                       # everything, default counts
 #   BROKERS="ferrymq activemq" benchmarks/compare.sh
@@ -21,6 +22,7 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 BROKERS=${BROKERS:-"ferrymq activemq coilmq rabbitmq"}
 BENCH_ARGS=${BENCH_ARGS:-"--count 100000 --warmup 10000 --max-seconds 60"}
 OUTPUT=${OUTPUT:-$ROOT/docs/benchmarks.md}
+PLOT=${PLOT:-$(dirname "$OUTPUT")/img/benchmarks.png}
 START_TIMEOUT_S=${START_TIMEOUT_S:-120}
 BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-1200}
 STOP_TIMEOUT_S=30
@@ -124,17 +126,19 @@ run_bench() {
 }
 
 bench_ferrymq() {
-    local port data=$WORK/ferrymq-data
+    local port admin data=$WORK/ferrymq-data
     port=$(free_port)
+    admin=$(free_port)
     rm -rf "$data"
+    # The admin API is how ferrymq bench removes the queues it created (STOMP cannot).
     local cmd=("$PY" -m ferrymq.cli.main broker --listen "stomp://127.0.0.1:$port" --data "$data"
-        --admin off)
-    echo "ferrymq broker --listen stomp://127.0.0.1:$port --data benchmarks/work/ferrymq-data --admin off" \
+        --admin "127.0.0.1:$admin")
+    echo "ferrymq broker --listen stomp://127.0.0.1:$port --data benchmarks/work/ferrymq-data --admin 127.0.0.1:$admin" \
         >"$RESULTS/ferrymq.commands"
     "${cmd[@]}" >"$LOGS/ferrymq.log" 2>&1 &
     BROKER_PID=$!
     wait_port "$port" "$BROKER_PID" ferrymq || { abandon ferrymq "did not start"; return 0; }
-    run_bench ferrymq "$port" "$BROKER_PID"
+    run_bench ferrymq "$port" "$BROKER_PID" --admin "127.0.0.1:$admin"
     stop_pid "$BROKER_PID"
     BROKER_PID=""
 }
@@ -171,8 +175,25 @@ bench_activemq() {
     BROKER_PID=$!
     wait_port "$port" "$BROKER_PID" activemq || { abandon activemq "did not start (see $LOGS/activemq.log)"; return 0; }
     run_bench activemq "$port" "$BROKER_PID"
+    wait_activemq_gc
     stop_pid "$BROKER_PID"
     BROKER_PID=""
+}
+
+# wait_activemq_gc: ActiveMQ removes the benchmark's emptied queues itself (gcInactiveDestinations
+# in activemq/activemq.xml: STOMP cannot delete a queue); wait, bounded, until it has said so for
+# each, so that its store keeps none of them.
+wait_activemq_gc() {
+    local want have=0
+    want=$("$PY" -c 'import json, sys
+print(sum(d.startswith("/queue/") for d in json.load(open(sys.argv[1])).get("destinations", [])))' \
+        "$RESULTS/activemq.json" 2>/dev/null || echo 0)
+    for ((i = 0; i < 150; i++)); do
+        have=$(grep -c "Inactive for longer than" "$LOGS/activemq.log" || true)
+        ((have >= want)) && return 0
+        sleep 0.2
+    done
+    log "activemq: removed $have of the $want benchmark queues within 30 s (see $LOGS/activemq.log)"
 }
 
 bench_coilmq() {
@@ -244,8 +265,15 @@ main() {
         *) log "unknown broker $broker (known: ferrymq activemq coilmq rabbitmq)"; exit 2 ;;
         esac
     done
+    local picture=()
+    if "$PY" -m ferrymq.bench.plot --results "$RESULTS" --output "$PLOT"; then
+        log "wrote $PLOT"
+        picture=(--picture "$(realpath --relative-to="$(dirname "$OUTPUT")" "$PLOT")")
+    else
+        log "no picture (pip install 'ferrymq[plot]' for matplotlib)"
+    fi
     "$PY" -m ferrymq.bench.comparison --results "$RESULTS" --bench-args "$BENCH_ARGS" \
-        --analysis "$HERE/analysis.md" --output "$OUTPUT"
+        --analysis "$HERE/analysis.md" --output "$OUTPUT" "${picture[@]}"
     log "wrote $OUTPUT"
 }
 

@@ -65,8 +65,15 @@ def load_runs(results: Path) -> list[Run]:
 
 
 def render_page(
-    runs: Sequence[Run], machine: Machine, bench_args: str, analysis: str | None, date: str
+    runs: Sequence[Run],
+    machine: Machine,
+    bench_args: str,
+    analysis: str | None,
+    date: str,
+    picture: str | None = None,
 ) -> str:
+    """The page; ``picture`` is the path, relative to the page, of ``ferrymq.bench.plot``'s
+    drawing of the same reports."""
     out = [
         "# Benchmarks",
         "",
@@ -82,23 +89,14 @@ def render_page(
         *(f"| {name} | {value} |" for name, value in machine.rows()),
         "| brokers | " + ", ".join(_version(run) for run in runs) + " |",
         "",
-        "## Commands",
-        "",
-        "```sh",
-        "benchmarks/compare.sh" + (f'   # BENCH_ARGS="{bench_args}"' if bench_args else ""),
+        *_commands(runs, bench_args),
     ]
-    for run in runs:
-        out += [f"# {run.title}", *run.commands]
-        if run.report is not None and run.report.load_average is not None:
-            load = " ".join(map(str, run.report.load_average))
-            out.append(f"#   (load average 1/5/15 min before it: {load})")
-    out += ["```", ""]
     failures = [run for run in runs if run.failure or run.report is None]
     if failures:
         out += ["## Not measured", ""]
         out += [f"- {run.title}: {run.failure or 'no report'}" for run in failures]
         out.append("")
-    out += ["## Results", ""]
+    out += ["## Results", "", *_picture(picture)]
     for scenario in SCENARIOS:
         out += _scenario_section(scenario.name, scenario.description, runs)
     out += _targets(runs)
@@ -114,6 +112,34 @@ def render_page(
             "",
         ]
     return "\n".join(out)
+
+
+def _commands(runs: Sequence[Run], bench_args: str) -> list[str]:
+    out = [
+        "## Commands",
+        "",
+        "```sh",
+        "benchmarks/compare.sh" + (f'   # BENCH_ARGS="{bench_args}"' if bench_args else ""),
+    ]
+    for run in runs:
+        out += [f"# {run.title}", *run.commands]
+        if run.report is not None and run.report.load_average is not None:
+            load = " ".join(map(str, run.report.load_average))
+            out.append(f"#   (load average 1/5/15 min before it: {load})")
+    return [*out, "```", ""]
+
+
+def _picture(picture: str | None) -> list[str]:
+    if not picture:
+        return []
+    return [
+        f"![Throughput per scenario and broker; latency distribution]({picture})",
+        "",
+        "Left: msg/s per scenario (hatched: the report found a problem or the run was too "
+        "short to measure). Right: the latency scenario's send-to-receive times, as the "
+        "share of messages at or below each latency (log scale).",
+        "",
+    ]
 
 
 def _version(run: Run) -> str:
@@ -162,6 +188,9 @@ def _scenario_section(name: str, description: str, runs: Sequence[Run]) -> list[
     problems = [f"- {run.title}: {problem}" for run, result in rows for problem in result.problems]
     if problems:
         out += ["", "Problems found (those numbers are not to be trusted):", "", *problems]
+    warnings = [f"- {run.title}: {text}" for run, result in rows for text in result.warnings]
+    if warnings:
+        out += ["", "Warnings (too short a run to measure):", "", *warnings]
     notes = [f"- {run.title}: {note}" for run, result in rows for note in result.notes]
     if notes:
         out += ["", *notes]
@@ -268,6 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--bench-args", default="")
     parser.add_argument("--analysis", type=Path, help="hand-written explanation to include")
+    parser.add_argument("--picture", help="the plot to embed, relative to the page")
     args = parser.parse_args(argv)
     analysis = None
     if args.analysis is not None and args.analysis.exists():
@@ -278,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.bench_args,
         analysis,
         time.strftime("%Y-%m-%d"),
+        args.picture,
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(page, encoding="utf-8")

@@ -96,6 +96,7 @@ class Consumer:
         if acks:
             self.wire.write(b"".join(acks))
         self.last_activity = now
+        self.control.counts[1 + self.plan.index] = self.received
 
     @property
     def complete(self) -> bool:

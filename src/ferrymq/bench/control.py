@@ -5,6 +5,8 @@ connected), ``warm`` once the warm-up messages are through, ``done`` with its re
 ``error`` with a message. The runner answers through events: ``go`` starts the warm-up,
 ``measure`` starts the clock, ``abort`` stops everyone. In duration mode the producer publishes
 how many messages it sent in ``total`` so that the consumers know when they have them all.
+``counts`` is where the runner reads progress: slot 0 is what the producer sent, slot 1 + i what
+consumer i received; each slot has one writer, so it needs no lock.
 """
 
 from __future__ import annotations
@@ -38,10 +40,23 @@ class Control:
     measure: Event
     abort: Event
     total: Synchronized[int]
+    counts: Any
+    """A shared ``ctypes`` array of int64, without a lock (see above)."""
 
     @classmethod
-    def create(cls, ctx: SpawnContext) -> Control:
-        return cls(ctx.Queue(), ctx.Event(), ctx.Event(), ctx.Event(), ctx.Value("q", -1))
+    def create(cls, ctx: SpawnContext, consumers: int = 1) -> Control:
+        return cls(
+            ctx.Queue(),
+            ctx.Event(),
+            ctx.Event(),
+            ctx.Event(),
+            ctx.Value("q", -1),
+            ctx.Array("q", 1 + consumers, lock=False),
+        )
+
+    def received(self) -> list[int]:
+        """What each consumer has received so far."""
+        return list(self.counts[1:])
 
     def report(self, kind: str, role: str, payload: Any = None) -> None:
         self.reports.put((kind, role, payload))

@@ -87,6 +87,12 @@ class BenchOptions:
     through a network bridge."""
     label: str | None = None
     """How the report names the broker (default: its ``server`` header)."""
+    admin_url: str | None = None
+    """FerryMQ's admin API (``http://host:port``), through which the run removes the
+    destinations it created; None: the default admin port on the broker's host, if the broker
+    is FerryMQ."""
+    cleanup: bool = True
+    """Remove the run's destinations at the end (see ``ferrymq.bench.cleanup``)."""
 
     def check(self) -> None:
         """Raise ``BenchOptionError`` for values no run can use."""

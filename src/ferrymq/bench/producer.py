@@ -167,6 +167,7 @@ class Producer:
                 data = self.plain.render(seq, seq + n)
             self.wire.write(data)
             seq += n
+            self.control.counts[0] = seq
             await self.wire.drain()
             await asyncio.sleep(0)  # let replies (receipts, ERROR) in
             self._check()

@@ -66,6 +66,13 @@ def render_table(report: BenchReport) -> str:
     ]
     if problems:
         lines += ["", "PROBLEMS (these numbers are not to be trusted):", *problems]
+    warnings = [
+        f"  {result.name}: {warning}" for result in report.scenarios for warning in result.warnings
+    ]
+    if warnings:
+        lines += ["", "WARNINGS (counted right, but too little to measure):", *warnings]
+    if report.cleanup:
+        lines += ["", f"destinations: {report.cleanup}"]
     lines += ["", *(f"note: {note}" for note in report.notes)] if report.notes else []
     return "\n".join(lines) + "\n"
 
@@ -116,6 +123,8 @@ def from_json(data: dict[str, Any]) -> BenchReport:
         fields = {f.name for f in dataclasses.fields(ScenarioResult)}
         values = {k: v for k, v in item.items() if k in fields}
         latency = values.get("latency")
+        if latency:
+            latency["cdf_ms"] = tuple(latency.get("cdf_ms", ()))
         values["latency"] = LatencySummary(**latency) if latency else None
         values["subscribers"] = [SubscriberRate(**s) for s in values.get("subscribers", [])]
         scenarios.append(ScenarioResult(**values))

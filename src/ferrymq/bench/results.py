@@ -100,6 +100,8 @@ class ScenarioResult:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Facts a reader needs that are not faults (a time cap that cut the count short)."""
+    warnings: list[str] = field(default_factory=list)
+    """Why the numbers, though counted right, mean little (a measured window too short)."""
     skipped: str | None = None
 
     @property
@@ -120,6 +122,10 @@ class BenchReport:
     load_average: list[float] | None = None
     """The machine's 1, 5 and 15 minute load averages just before the run: anything else
     busy on the machine shows here."""
+    destinations: list[str] = field(default_factory=list)
+    """The destinations the run created (``/queue/ferrymq.bench.<run>.<scenario>``)."""
+    cleanup: str | None = None
+    """What became of them: removed through the admin API, or why they are still there."""
 
     @property
     def ok(self) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from ferrymq.bench.cleanup import remove_destinations
 from ferrymq.bench.consumer import ConsumerPlan, consume
 from ferrymq.bench.control import DONE, ERROR, READY, WARM, Control, broker_cpu_s, run_worker
 from ferrymq.bench.dialect import DIALECTS, PROBE_VERSIONS, Dialect, detect
@@ -31,14 +32,20 @@ from ferrymq.bench.wire import BrokerError, open_wire
 from ferrymq.stomp.constants import ACK_CLIENT_INDIVIDUAL
 
 Progress = Callable[[str], None]
+Meter = Callable[[str, int, int | None], None]
+"""Called a few times a second inside a scenario: its name, the messages each consumer has
+received so far (the slowest one's), and how many it expects (None in duration mode)."""
 PRODUCER = "producer"
 REPORT_POLL_S = 0.25
 JOIN_TIMEOUT_S = 10.0
 ABORT_GRACE_S = 10.0
 
 
-def run_bench(options: BenchOptions, progress: Progress | None = None) -> BenchReport:
-    """Run every scenario of ``options`` against one broker, one after the other."""
+def run_bench(
+    options: BenchOptions, progress: Progress | None = None, meter: Meter | None = None
+) -> BenchReport:
+    """Run every scenario of ``options`` against one broker, one after the other, then remove
+    the destinations they created."""
     options.check()
     for name in options.scenarios:
         if name not in BY_NAME:
@@ -58,18 +65,40 @@ def run_bench(options: BenchOptions, progress: Progress | None = None) -> BenchR
     if dialect.note:
         report.notes.append(f"{dialect.name}: {dialect.note}")
     run_id = secrets.token_hex(4)
-    for name in options.scenarios:
-        scenario = BY_NAME[name]
-        if progress is not None:
-            progress(f"{scenario.name}: {scenario.description}")
-        destination = f"{options.name_prefix}.{run_id}.{scenario.name}"
-        result = run_scenario(scenario, options, dialect, destination)
-        report.scenarios.append(result)
-        if result.stomp_version:
-            report.version = result.stomp_version
-        if progress is not None:
-            progress(f"{scenario.name}: {_one_line(result)}")
+    try:
+        for name in options.scenarios:
+            _run_one(BY_NAME[name], options, dialect, run_id, report, progress, meter)
+    finally:
+        if options.cleanup:
+            report.cleanup = remove_destinations(
+                options.endpoint, server, options.admin_url, report.destinations
+            )
+            if progress is not None:
+                progress(f"destinations: {report.cleanup}")
     return report
+
+
+def _run_one(
+    scenario: Scenario,
+    options: BenchOptions,
+    dialect: Dialect,
+    run_id: str,
+    report: BenchReport,
+    progress: Progress | None,
+    meter: Meter | None,
+) -> None:
+    if progress is not None:
+        progress(f"{scenario.name}: {scenario.description}")
+    name = f"{options.name_prefix}.{run_id}.{scenario.name}"
+    report.destinations.append(dialect.topic(name) if scenario.topic else dialect.queue(name))
+    result = run_scenario(scenario, options, dialect, name, meter)
+    report.scenarios.append(result)
+    if result.stomp_version:
+        report.version = result.stomp_version
+    if progress is not None:
+        progress(f"{scenario.name}: {_one_line(result)}")
+        for warning in result.warnings:
+            progress(f"{scenario.name}: WARNING: {warning}")
 
 
 def _one_line(result: ScenarioResult) -> str:
@@ -102,7 +131,11 @@ async def _probe(endpoint: Endpoint) -> tuple[str | None, str]:
 
 
 def run_scenario(
-    scenario: Scenario, options: BenchOptions, dialect: Dialect, name: str
+    scenario: Scenario,
+    options: BenchOptions,
+    dialect: Dialect,
+    name: str,
+    meter: Meter | None = None,
 ) -> ScenarioResult:
     latency = scenario.latency
     warmup = options.latency_warmup if latency else options.warmup
@@ -146,7 +179,8 @@ def run_scenario(
         )
         for index in range(subscribers)
     ]
-    run = _Run(options)
+    expected = None if count is None or deadline_s is not None else warmup + count
+    run = _Run(options, len(consumer_plans), _scenario_meter(meter, scenario.name, expected))
     for plan in consumer_plans:
         run.spawn(f"consumer-{plan.index}", _consumer_main, plan)
     run.spawn(PRODUCER, _producer_main, producer_plan)
@@ -169,13 +203,28 @@ def run_scenario(
     )
 
 
+def _scenario_meter(
+    meter: Meter | None, name: str, expected: int | None
+) -> Callable[[list[int]], None] | None:
+    if meter is None:
+        return None
+
+    def report(received: list[int]) -> None:
+        meter(name, min(received, default=0), expected)
+
+    return report
+
+
 class _Run:
     """The processes of one scenario and the phase each has reported."""
 
-    def __init__(self, options: BenchOptions) -> None:
+    def __init__(
+        self, options: BenchOptions, consumers: int, meter: Callable[[list[int]], None] | None
+    ) -> None:
         self.options = options
+        self.meter = meter
         self.ctx = multiprocessing.get_context("spawn")
-        self.control = Control.create(self.ctx)
+        self.control = Control.create(self.ctx, consumers)
         self.processes: dict[str, BaseProcess] = {}
         self.phases: dict[str, set[str]] = {}
         self.results: dict[str, Any] = {}
@@ -204,6 +253,8 @@ class _Run:
         last_report = time.monotonic()
         aborted_at: float | None = None
         while not all(self._finished(role) for role in self.processes):
+            if self.meter is not None:
+                self.meter(control.received())
             try:
                 kind, role, payload = control.reports.get(timeout=REPORT_POLL_S)
             except queue.Empty:

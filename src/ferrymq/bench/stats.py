@@ -13,6 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 NS_PER_MS = 1_000_000
+CDF_PERCENTILES: tuple[float, ...] = (
+    *range(1, 100),
+    99.5,
+    99.9,
+    100,
+)
+"""Where the report samples the latency distribution, for the CDF that ``--plot`` draws."""
 
 
 def percentile(sorted_samples: Sequence[int], p: float) -> int:
@@ -36,6 +43,8 @@ class LatencySummary:
     max_ms: float
     mean_ms: float
     min_ms: float
+    cdf_ms: tuple[float, ...] = ()
+    """The latency at each of ``CDF_PERCENTILES`` (empty in reports written before it)."""
 
     @classmethod
     def from_ns(cls, samples_ns: Sequence[int]) -> LatencySummary:
@@ -54,6 +63,7 @@ class LatencySummary:
             max_ms=ordered[-1] / NS_PER_MS,
             mean_ms=sum(ordered) / len(ordered) / NS_PER_MS,
             min_ms=ordered[0] / NS_PER_MS,
+            cdf_ms=tuple(ms(p) for p in CDF_PERCENTILES),
         )
 
 

@@ -15,6 +15,11 @@ from ferrymq.bench.scenarios import Scenario
 from ferrymq.bench.stats import LatencySummary, rate
 
 NS = 1e9
+MIN_MEASURED_S = 1.0
+MIN_MEASURED_MESSAGES = 1000
+MIN_LATENCY_SAMPLES = 1000
+"""Below these a rate is mostly start-up and scheduling noise, and a p99 is one of a handful
+of samples: the report still shows the number, with a warning."""
 
 
 def summarise(
@@ -95,7 +100,30 @@ def summarise(
         result.seconds, result.msg_per_s = sent_s, result.sent_msg_per_s
     else:
         result.seconds, result.msg_per_s = end_s, result.end_to_end_msg_per_s
+    result.warnings.extend(short_run_warnings(result))
     return result
+
+
+def short_run_warnings(result: ScenarioResult) -> list[str]:
+    """Say so when the measured window is too short for its number to mean anything."""
+    if result.latency is not None:
+        samples = result.latency.samples
+        if samples >= MIN_LATENCY_SAMPLES:
+            return []
+        return [
+            f"only {samples} latency samples: too few for a meaningful p99 (at least "
+            f"{MIN_LATENCY_SAMPLES}); use --latency-samples 2000 (the default) or more"
+        ]
+    if result.seconds <= 0 or (
+        result.seconds >= MIN_MEASURED_S and result.messages >= MIN_MEASURED_MESSAGES
+    ):
+        return []
+    return [
+        f"measured for only {result.seconds:.2f} s ({result.messages} messages): too "
+        f"short for a meaningful rate (at least {MIN_MEASURED_S:.0f} s and "
+        f"{MIN_MEASURED_MESSAGES} messages); raise --count (default 100000) or use "
+        "--duration 10"
+    ]
 
 
 def _metric(scenario: Scenario, subscribers: int) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from ferrymq.bench import (
@@ -12,6 +13,7 @@ from ferrymq.bench import (
     NAMES,
     BenchOptionError,
     BenchOptions,
+    BenchReport,
     BrokerError,
     Endpoint,
     parse_url,
@@ -19,6 +21,9 @@ from ferrymq.bench import (
     run_bench,
     to_json,
 )
+from ferrymq.bench import plot as bench_plot
+from ferrymq.cli.admin_client import FORMS, AdminAddressError, admin_base_url
+from ferrymq.cli.progress import Progress, add_progress_argument
 
 
 def add_parser(commands: Any) -> None:
@@ -58,6 +63,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="give up after this long without progress"
     )
+    _add_broker_arguments(parser)
+    _add_after_run_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """How to talk to the broker, and how to name and keep the report."""
     parser.add_argument("--login")
     parser.add_argument("--passcode")
     parser.add_argument(
@@ -70,7 +82,36 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--label", help="name of the broker in the report")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--output", help="also write the JSON report to this file")
-    parser.set_defaults(run=run)
+
+
+def _add_after_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """What happens around the run: its picture, its leftovers, its progress."""
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="draw throughput and the latency distribution into FILE (PNG; needs matplotlib: "
+        "pip install 'ferrymq[plot]')",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="REPORT",
+        help="with --plot: also draw this earlier --output report (repeatable)",
+    )
+    parser.add_argument(
+        "--admin",
+        help=f"FerryMQ's admin API ({FORMS}), through which the run removes the destinations "
+        "it created (default: port 8161 on the broker's host, for a FerryMQ broker)",
+    )
+    parser.add_argument(
+        "--keep-destinations",
+        action="store_true",
+        help="leave the run's destinations on the broker",
+    )
+    add_progress_argument(parser)
 
 
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
@@ -93,16 +134,58 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         idle_timeout_s=args.timeout,
         broker_pids=(args.broker_pid,) if args.broker_pid is not None else (),
         label=args.label,
+        admin_url=None if args.admin is None else admin_base_url(args.admin),
+        cleanup=not args.keep_destinations,
     )
 
 
+class ScenarioProgress:
+    """One ``Progress`` per scenario (messages the slowest consumer has), between the lines
+    that start and end each scenario."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.current: Progress | None = None
+
+    def line(self, text: str) -> None:
+        self._finish()
+        print(f"ferrymq bench: {text}", file=sys.stderr, flush=True)
+
+    def meter(self, scenario: str, received: int, expected: int | None) -> None:
+        if self.current is None or self.current.command != f"bench {scenario}":
+            self._finish()
+            self.current = Progress(
+                f"bench {scenario}", "received", total=expected, enabled=self.enabled
+            )
+        self.current.update(received)
+
+    def _finish(self) -> None:
+        if self.current is not None:
+            self.current.finish()
+            self.current = None
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.compare and args.plot is None:
+        print("ferrymq bench: --compare needs --plot FILE", file=sys.stderr)
+        return 2
+    progress = ScenarioProgress(args.progress)
+    earlier: list[BenchReport] = []
     try:
         options = options_from_args(args)
-        report = run_bench(options, progress=lambda line: print(line, file=sys.stderr))
-    except (BenchOptionError, BrokerError) as exc:
-        print(f"ferrymq bench: {exc}", file=sys.stderr)
+        if args.plot is not None:
+            bench_plot.check_available()
+            earlier = bench_plot.load_reports(args.compare)
+        report = run_bench(options, progress=progress.line, meter=progress.meter)
+    except (BenchOptionError, BrokerError, AdminAddressError) as exc:
+        progress.line(str(exc))
         return 2
+    except (OSError, ValueError) as exc:  # an unreadable --compare report
+        progress.line(f"cannot read a --compare report: {exc}")
+        return 2
+    if args.plot is not None:
+        bench_plot.plot_reports([report, *earlier], args.plot)
+        progress.line(f"wrote {args.plot}")
     data = to_json(report)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:

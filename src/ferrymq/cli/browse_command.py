@@ -7,12 +7,12 @@ import sys
 from typing import Any
 
 from ferrymq.cli.consume_command import (
-    Progress,
     add_connection_arguments,
     add_format_argument,
     run_client,
     write_message,
 )
+from ferrymq.cli.progress import Progress, add_progress_argument
 from ferrymq.client import UsageError, connect
 
 
@@ -25,11 +25,12 @@ def add_parser(commands: Any) -> None:
     add_connection_arguments(parser)
     parser.add_argument("queue", help="e.g. /queue/orders")
     add_format_argument(parser)
+    add_progress_argument(parser)
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    progress = Progress("browse", "browsed")
+    progress = Progress("browse", "browsed", enabled=args.progress)
     return run_client("browse", lambda: _browse(args, progress), progress)
 
 

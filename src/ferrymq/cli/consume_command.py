@@ -3,8 +3,12 @@
 Stops after ``--count`` messages or ``--idle-timeout`` seconds without one (else at Ctrl-C).
 ``--format jsonl`` prints one JSON object per message, so scripts can count and check them.
 This module also holds what ``send`` and ``browse`` share: running a client coroutine with the
-command's exit codes (0 ok, 1 connection or broker error, 2 usage, 130 interrupted), progress
-lines, and the message formats.
+command's exit codes (0 ok, 1 connection or broker error, 2 usage, 130 interrupted, 141 when
+the reader of stdout went away), and the message formats.
+
+A line printed to a pipe counts as printed only once the next process has read it: ``consume``
+waits for that before it acknowledges, so ``ferrymq consume ... | head -1`` takes one message
+and leaves the rest on the queue instead of acknowledging lines nobody will ever read.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ import asyncio
 import base64
 import json
 import sys
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any, BinaryIO
 
+from ferrymq.cli.pipes import EXIT_BROKEN_PIPE, read_by_reader, silence_stdout
+from ferrymq.cli.progress import Progress, add_progress_argument
 from ferrymq.client import (
     BrokerURLError,
     ClientError,
@@ -26,8 +31,6 @@ from ferrymq.client import (
     connect,
 )
 
-PROGRESS_INTERVAL_S = 2.0
-"""A long run reports on stderr this often."""
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 ACK_MODES = ("auto", "client", "client-individual")
 
@@ -60,6 +63,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--durable", metavar="NAME", help="a durable topic subscription name")
     parser.add_argument("--client-id", help="the connection's client id (needed by --durable)")
     add_format_argument(parser)
+    add_progress_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -93,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.durable is not None and args.client_id is None:
         print("ferrymq consume: --durable needs --client-id", file=sys.stderr)
         return EXIT_USAGE
-    progress = Progress("consume", "received")
+    progress = Progress("consume", "received", total=args.count, enabled=args.progress)
     return run_client("consume", lambda: _consume(args, progress), progress)
 
 
@@ -119,7 +123,7 @@ async def _consume(args: argparse.Namespace, progress: Progress) -> None:
                 break
             write_message(message, args.format)
             if args.ack != "auto":
-                out.flush()  # printed before acknowledged
+                await read_by_reader(out)  # printed, and read, before acknowledged
                 await message.ack()
             progress.tick()
         out.flush()
@@ -127,37 +131,6 @@ async def _consume(args: argparse.Namespace, progress: Progress) -> None:
 
 
 # ---- shared by send, consume and browse ----
-
-
-class Progress:
-    """Counts, reports on stderr every PROGRESS_INTERVAL_S, and sums up at the end."""
-
-    def __init__(self, command: str, verb: str) -> None:
-        self.command = command
-        self.verb = verb
-        self.count = 0
-        self.started = time.monotonic()
-        self._next_report = self.started + PROGRESS_INTERVAL_S
-
-    def tick(self, n: int = 1) -> None:
-        self.count += n
-        now = time.monotonic()
-        if now >= self._next_report:
-            self._next_report = now + PROGRESS_INTERVAL_S
-            rate = self.count / (now - self.started)
-            print(
-                f"ferrymq {self.command}: {self.count} {self.verb} ({rate:.0f} msg/s)",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def summary(self) -> str:
-        seconds = time.monotonic() - self.started
-        rate = self.count / seconds if seconds > 0 else 0.0
-        return (
-            f"ferrymq {self.command}: {self.verb} {self.count} messages in {seconds:.2f} s "
-            f"({rate:.0f} msg/s)"
-        )
 
 
 def run_client(
@@ -169,6 +142,9 @@ def run_client(
     code = EXIT_OK
     try:
         _run_loop(main())
+    except BrokenPipeError:
+        silence_stdout()
+        code = EXIT_BROKEN_PIPE
     except (BrokerURLError, UsageError) as exc:
         print(f"ferrymq {command}: {exc}", file=sys.stderr)
         code = EXIT_USAGE
@@ -178,6 +154,7 @@ def run_client(
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
     if progress is not None:
+        progress.finish()
         print(progress.summary(), file=sys.stderr, flush=True)
     return code
 

@@ -20,11 +20,11 @@ from typing import Any, cast
 
 from ferrymq.cli.consume_command import (
     EXIT_USAGE,
-    Progress,
     add_connection_arguments,
     positive_int,
     run_client,
 )
+from ferrymq.cli.progress import Progress, add_progress_argument
 from ferrymq.client import Transaction, connect
 
 STDIN_READ_BYTES = 64 * 1024
@@ -66,6 +66,7 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="send in transactions of N messages",
     )
+    add_progress_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.size is not None and args.count is None:
         print("ferrymq send: --size applies to generated messages (--count)", file=sys.stderr)
         return EXIT_USAGE
-    progress = Progress("send", "sent")
+    progress = Progress("send", "sent", total=args.count, enabled=args.progress)
     return run_client("send", lambda: _send(args, headers, progress), progress)
 
 
