@@ -2,25 +2,35 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# One venv, two stamps: `make run` installs the base package only (broker, CLI, client), `make
+# test` adds the `dev` extra (test tools and Spark) on top; either may come first.
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run test lint typecheck unit clean system-deps
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $(RUN_STAMP)
+
 ## Run a broker on the embedded default store: STOMP on 127.0.0.1:61613, admin on 127.0.0.1:8161.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/ferrymq broker --data ./data
 
 ## Install everything and run the whole suite: lint, types, tests.
 test: system-deps $(STAMP) lint typecheck unit
 
 ## The tests start a throwaway PostgreSQL server, an ActiveMQ broker (multicast discovery
-## interoperability) and Spark (Java 17): install Debian's packages for what is missing.
+## interoperability), Spark (Java 17) and PHP's PECL stomp client (interoperability): install
+## Debian's packages for what is missing.
 system-deps:
 	@missing=""; \
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -28,6 +38,7 @@ system-deps:
 	fi; \
 	if [ ! -e /usr/share/activemq/bin/activemq.jar ]; then missing="$$missing activemq"; fi; \
 	if ! command -v java >/dev/null 2>&1; then missing="$$missing openjdk-17-jre-headless"; fi; \
+	if ! php -m 2>/dev/null | grep -qix stomp; then missing="$$missing php-cli php-stomp"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages for the tests:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -1,0 +1,29 @@
+"""The README's Python example runs as printed, against a broker process (issue 15)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from ferrymq.testing import BrokerProcess
+from tests.docs.markdown import ROOT, fenced_blocks
+
+PRINTED_URL = "tcp://127.0.0.1:61613"
+
+
+def test_the_python_example_runs_as_printed(broker_process: BrokerProcess, tmp_path: Path) -> None:
+    (example,) = [b for b in fenced_blocks(ROOT / "README.md") if b.lang == "python"]
+    assert PRINTED_URL in example.text
+    script = tmp_path / "example.py"
+    script.write_text(example.text.replace(PRINTED_URL, broker_process.url))
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello\n"
