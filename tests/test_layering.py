@@ -76,7 +76,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         {"bench", "broker", "client", "config", "ha", "service", "spark", "transport"}
     ),
     "testing": frozenset(
-        {"broker", "client", "config", "core", "service", "stomp", "store", "util"}
+        {"broker", "client", "config", "core", "embedded", "service", "stomp", "store", "util"}
     ),
 }
 # Ruled before it exists, so its first module lands under its rule.

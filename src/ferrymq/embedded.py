@@ -38,7 +38,14 @@ from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.service.errors import BrokerStartError
 from ferrymq.util import vm
 
-__all__ = ["Broker", "BrokerStartError", "ConfigError", "embedded_broker", "embedded_config"]
+__all__ = [
+    "Broker",
+    "BrokerStartError",
+    "ConfigError",
+    "embedded_broker",
+    "embedded_config",
+    "running_broker",
+]
 
 SOURCE = "embedded configuration"
 """How errors name a configuration given as text."""
@@ -112,6 +119,13 @@ async def embedded_broker(
             f"a broker named {config.broker_name!r} already runs in this process, and "
             f"vm://{config.broker_name} would not reach this one (give each its own brokerName)"
         )
+    async with running_broker(config) as broker:
+        yield broker
+
+
+@contextlib.asynccontextmanager
+async def running_broker(config: BrokerConfig) -> AsyncIterator[Broker]:
+    """A broker started from a ready configuration in the running loop, stopped on exit."""
     broker = Broker(config)
     await broker.start()
     try:

@@ -132,3 +132,13 @@ def test_the_command_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "Traceback" not in done.stdout + done.stderr
     assert done.stdout.count(f"{path}:") == 4 + 3 + 1  # errors, ignored settings, summary
+
+
+@pytest.mark.parametrize("command", ["check-config", "broker"])
+def test_a_property_without_a_value_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([command, "-D", "activemq.data", *(["x.xml"] if command == "check-config" else [])])
+    assert exited.value.code == 2
+    assert "-D expects NAME=VALUE, got 'activemq.data'" in capsys.readouterr().err

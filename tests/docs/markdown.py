@@ -10,6 +10,8 @@ with "Recipe:": its titled blocks, in document order, are what a reader does, an
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,3 +67,20 @@ def recipes(path: Path) -> dict[str, list[Block]]:
         if block.heading.startswith("Recipe:") and block.title:
             found.setdefault(block.heading, []).append(block)
     return found
+
+
+def run_example(program: str, workdir: Path, name: str = "example.py") -> str:
+    """Run a documented Python program as a user would (its own process, in ``workdir``);
+    return what it printed, after checking it succeeded."""
+    script = workdir / name
+    script.write_text(program)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.docs.markdown import ROOT, fenced_blocks
+from tests.docs.markdown import ROOT, fenced_blocks, run_example
 
 DOC = ROOT / "docs" / "embedding.md"
 
@@ -15,16 +13,5 @@ def test_the_documented_example_runs_and_prints_what_the_page_says(tmp_path: Pat
     blocks = fenced_blocks(DOC)
     (program,) = [b.text for b in blocks if b.lang == "python"]
     (expected,) = [b.text for b in blocks if b.lang == "text"]
-    script = tmp_path / "embedded_app.py"
-    script.write_text(program)
-    result = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == expected
+    assert run_example(program, tmp_path, "embedded_app.py") == expected
     assert not (tmp_path / "data").exists()  # persistent="false": nothing written

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from ferrymq.testing import BrokerProcess
-from tests.docs.markdown import ROOT, fenced_blocks
+from tests.docs.markdown import ROOT, fenced_blocks, run_example
 
 PRINTED_URL = "tcp://127.0.0.1:61613"
 
@@ -15,15 +13,5 @@ PRINTED_URL = "tcp://127.0.0.1:61613"
 def test_the_python_example_runs_as_printed(broker_process: BrokerProcess, tmp_path: Path) -> None:
     (example,) = [b for b in fenced_blocks(ROOT / "README.md") if b.lang == "python"]
     assert PRINTED_URL in example.text
-    script = tmp_path / "example.py"
-    script.write_text(example.text.replace(PRINTED_URL, broker_process.url))
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "hello\n"
+    program = example.text.replace(PRINTED_URL, broker_process.url)
+    assert run_example(program, tmp_path) == "hello\n"

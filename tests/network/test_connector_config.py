@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ferrymq.config.errors import ConfigError
-from ferrymq.testing.brokers import broker_config, running_broker
+from ferrymq.testing import broker_config, running_broker
 
 XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core" brokerName="A">
 <networkConnectors>{}</networkConnectors></broker></beans>"""

@@ -25,6 +25,7 @@ from typing import Any
 
 from ferrymq.broker import Broker, Role, wait_first
 from ferrymq.cli.admin_client import FORMS, AdminAddressError, admin_listen_address
+from ferrymq.cli.properties import add_properties_option
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.errors import ConfigError
 from ferrymq.service.errors import BrokerStartError
@@ -61,25 +62,12 @@ def add_parser(commands: Any) -> None:
         metavar="DIR",
         help="write the message trace (JSON lines, read by `ferrymq audit`) into DIR",
     )
-    parser.add_argument(
-        "-D",
-        dest="properties",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a ${NAME} placeholder value for the configuration file",
-    )
+    add_properties_option(parser, "a ${NAME} placeholder value for the configuration file")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    properties = {}
-    for item in args.properties:
-        name, sep, value = item.partition("=")
-        if not sep:
-            print(f"ferrymq broker: -D expects NAME=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        properties[name] = value
+    properties = dict(args.properties)
     try:
         admin = None if args.admin is None else admin_listen_address(args.admin)
     except AdminAddressError as exc:

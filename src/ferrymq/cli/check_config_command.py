@@ -9,10 +9,10 @@ setting the broker would ignore or not do yet, every line starting with `file:li
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from ferrymq.cli.properties import add_properties_option
 from ferrymq.config.activemq_xml import CheckResult, check_config
 
 
@@ -27,25 +27,12 @@ def add_parser(commands: Any) -> None:
         ),
     )
     parser.add_argument("file", type=Path, metavar="FILE", help="the activemq.xml to check")
-    parser.add_argument(
-        "-D",
-        dest="properties",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a ${NAME} placeholder value, as for `ferrymq broker`",
-    )
+    add_properties_option(parser, "a ${NAME} placeholder value, as for `ferrymq broker`")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    properties = {}
-    for item in args.properties:
-        name, sep, value = item.partition("=")
-        if not sep:
-            print(f"ferrymq check-config: -D expects NAME=VALUE, got {item!r}", file=sys.stderr)
-            return 2
-        properties[name] = value
+    properties = dict(args.properties)
     result = check_config(args.file, properties)
     print(report(args.file, result))
     return 1 if result.errors else 0

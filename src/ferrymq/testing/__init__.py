@@ -1,13 +1,13 @@
 """Fixtures shipped with FerryMQ: start brokers on 127.0.0.1 for your own tests, wait for what
 they do with a bound, and drive time-taking code with a fake clock."""
 
+from ferrymq.embedded import running_broker
 from ferrymq.testing.brokers import (
     BrokerProcess,
     BrokerThread,
     broker_config,
     free_port,
     listening,
-    running_broker,
 )
 from ferrymq.testing.clock import FakeClock, FakeTimer
 from ferrymq.testing.groups import broker_group, start_group, wait_for_master

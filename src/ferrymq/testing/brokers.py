@@ -9,7 +9,6 @@ variant reads the port from the ``listening stomp://HOST:PORT`` line the command
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import socket
@@ -17,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -64,16 +63,6 @@ def broker_config(
         transport_connectors=listeners,
         admin=flags.admin,
     )
-
-
-@contextlib.asynccontextmanager
-async def running_broker(config: BrokerConfig) -> AsyncIterator[Broker]:
-    broker = Broker(config)
-    await broker.start()
-    try:
-        yield broker
-    finally:
-        await broker.stop()
 
 
 class BrokerThread:
