@@ -6,7 +6,6 @@ composition root (``ferrymq.broker``, which creates the view) do not import each
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -16,13 +15,11 @@ from ferrymq.core.management import ManagementError, Refusal
 from ferrymq.core.statistics import DestinationStatistics
 from ferrymq.ha.locker import Locker
 from ferrymq.ha.replica import MasterConnector
+from ferrymq.ha.role import Role
 from ferrymq.network import NetworkService
 from ferrymq.service.broker import BrokerService
 from ferrymq.service.duplex import duplex_bridge_records
 from ferrymq.service.management import BrokerManagement
-
-SERVING_ROLES = frozenset({"standalone", "master"})
-"""``ferrymq.broker.Role`` values of a broker that takes write operations."""
 
 
 class ObservedBroker(Protocol):
@@ -32,7 +29,7 @@ class ObservedBroker(Protocol):
     def service(self) -> BrokerService: ...
 
     @property
-    def role(self) -> enum.Enum: ...
+    def role(self) -> Role: ...
 
     @property
     def terms(self) -> int: ...
@@ -101,8 +98,8 @@ class AdminView:
     def operations(self) -> BrokerOperations:
         """The current service's write operations; refused unless this broker serves."""
         broker = self._broker
-        role = str(broker.role.value)
-        if role not in SERVING_ROLES:
+        if not broker.role.serving:
+            role = broker.role.value
             name = broker.service.config.broker_name
             raise ManagementError(
                 f"broker {name} is not serving ({role}): send write operations to its master",

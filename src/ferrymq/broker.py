@@ -327,6 +327,7 @@ class Broker:
                 return
             log.error("broker %s lost its lock: stepping down to slave", self.config.broker_name)
             self.became_master.clear()
+            self._set_role(Role.STOPPING)
             await self.service.stop()
             await locker.release()
 
@@ -399,6 +400,8 @@ class Broker:
         if self._stopped:
             return
         self._stopping = True
+        if self.role is not Role.FAILED:
+            self._set_role(Role.STOPPING)
         supervisor, self._supervisor = self._supervisor, None
         if supervisor is not None:
             supervisor.cancel()

@@ -198,3 +198,13 @@ def test_a_log_config_that_does_not_load_is_one_line(
     assert result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("ferrymq: --log-config ")
     assert expected in result.stderr
+
+
+def test_json_format_with_a_log_config_is_refused_not_ignored(tmp_path: Path) -> None:
+    config = tmp_path / "logging.json"
+    config.write_text('{"version": 1}')
+    result = _ferrymq("--log-config", str(config), "--log-format", "json", "stat")
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "--log-format json would do nothing" in result.stderr
+    assert "ferrymq.cli.logging_setup.JsonFormatter" in result.stderr

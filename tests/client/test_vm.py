@@ -18,10 +18,8 @@ from ferrymq.transport.connection import TransportConnection
 
 
 async def test_create_false_without_such_a_broker_says_so() -> None:
-    started = time.monotonic()
     with pytest.raises(ConnectFailedError) as caught:
         await connect("vm://nobody-here?create=false")
-    assert time.monotonic() - started < 5  # no wait unless asked
     text = str(caught.value)
     assert text.startswith("cannot connect to vm://nobody-here: ")
     assert "no broker named 'nobody-here' runs in this process" in text

@@ -95,3 +95,54 @@ def test_retry_restores_the_original_destination() -> None:
     assert (message.destination, message.original_destination) == (q("orders"), None)
     assert "dlqDeliveryFailureCause" not in message.properties
     assert codec.decode(codec.encode(message)).properties == {"k": "v"}
+
+
+def test_a_message_purged_in_flight_is_not_delivered_again() -> None:
+    """ActiveMQ drops a purged message that a consumer holds: when that consumer goes away
+    without acknowledging it, another consumer does not get it (its store row is gone)."""
+    harness = Harness()
+    harness.connect("c1")
+    harness.connect("c2")
+    harness.send("c1", q("work"), b"held", persistent=True)
+    first = harness.subscribe("c1", "s1", q("work"), prefetch=1)
+    assert harness.bodies(first) == [b"held"]
+    accepted(harness.region.management.purge(q("work")))
+    harness.region.drain()
+    accepted(harness.region.remove_connection("c1"))  # gives the message back
+    second = harness.subscribe("c2", "s2", q("work"), prefetch=1)
+    assert harness.bodies(second) == []
+    queue = harness.region.queues[q("work")]
+    assert (queue.depth, queue.in_flight) == (0, 0)
+    assert harness.region.usage.store_used == 0
+
+
+def test_an_operator_read_leaves_the_queue_s_own_page_in_outstanding() -> None:
+    """The operator's read (``read_page``) overlaps the queue's own page-in: it must neither
+    settle that request (the queue would issue a second read of the same rows) nor let a short
+    read zero the count of what the store still holds (those rows would stay stranded)."""
+    harness = Harness(usage=UsageLimits(memory_bytes=20_000))
+    harness.connect("c1")
+    for i in range(60):
+        harness.send("c1", q("deep"), b"%03d" % i, persistent=True)
+    queue = harness.region.queues[q("deep")]
+    consumer = harness.subscribe("c1", "s", q("deep"), prefetch=1)  # asks for a page-in
+    (page_in,) = [p for e in harness.effects for p in e.page_ins]
+    adds = {op.seq: op for op in harness.ops(AddMessage)}
+    rows = [
+        StoredMessage("queue://deep", seq, adds[seq].blob, False)
+        for seq in sorted(adds)
+        if seq >= page_in.from_seq
+    ]
+    paged_out = queue.paged_out
+    harness.region.management.read_page(q("deep"), rows[:5])  # the operator's read
+    harness.collect()
+    assert queue.paged_out == paged_out - 5
+    for _ in range(8):  # the consumer works through what is in memory
+        (delivery,) = harness.taken(consumer)
+        harness.ack(delivery)
+    # The queue's own read is still outstanding: no second one of the same rows.
+    assert [p for e in harness.effects for p in e.page_ins] == [page_in]
+    harness.region.paged_in("queue://deep", rows[: page_in.limit], page_in.limit)
+    harness.collect()
+    assert queue.paged_out == 0
+    assert queue.depth == 60 - 8

@@ -9,6 +9,10 @@ the admin listener speaks plain HTTP.
 
 from __future__ import annotations
 
+import json
+import urllib.error
+import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
@@ -62,3 +66,50 @@ def admin_listen_address(text: str) -> str:
 
 def format_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+class AdminCallError(Exception):
+    """The admin API refused, did not answer, or is not one; the message is the line to print."""
+
+
+class AdminTimeoutError(AdminCallError):
+    """No answer in time: the request may still be running on the broker."""
+
+
+def admin_request(
+    admin: str,
+    method: str,
+    path: str,
+    document: dict[str, Any] | None = None,
+    *,
+    timeout_s: float = 10.0,
+) -> Any:
+    """One request to the admin API at ``admin`` (a base URL); its JSON answer."""
+    data = json.dumps(document or {}).encode() if method == "POST" else None
+    headers = {"Content-Type": "application/json"} if data is not None else {}
+    request = urllib.request.Request(admin + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return json.load(response)
+    except urllib.error.HTTPError as exc:
+        with exc:
+            raise AdminCallError(f"{_refusal(exc)} (HTTP {exc.code})") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError):
+            raise AdminTimeoutError(
+                f"no answer from the admin API at {admin} within {timeout_s:g} s"
+            ) from None
+        raise AdminCallError(f"cannot reach the admin API at {admin}: {reason}") from None
+    except ValueError:  # a 200 that is not JSON: some other HTTP server
+        raise AdminCallError(
+            f"{admin} answered, but it is not a FerryMQ admin API (check --admin)"
+        ) from None
+
+
+def _refusal(exc: urllib.error.HTTPError) -> str:
+    try:
+        message = json.load(exc).get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or exc.reason)

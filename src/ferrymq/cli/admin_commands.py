@@ -11,50 +11,38 @@ own message on one line and exits 1; an ``--admin`` that names no address exits 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
-from ferrymq.cli.admin_client import DEFAULT_ADMIN, FORMS, AdminAddressError, admin_base_url
+from ferrymq.cli.admin_client import (
+    DEFAULT_ADMIN,
+    FORMS,
+    AdminAddressError,
+    AdminCallError,
+    AdminTimeoutError,
+    admin_base_url,
+    admin_request,
+)
 
 TIMEOUT_S = 120.0
 """A move or a purge of a deep queue is one request: allow it time (reads take far less)."""
+_UNFINISHED = (
+    "the broker may still be working on it, and a move, copy or retry may have completed in "
+    "part (each page of messages is committed on its own): check with `ferrymq stat` before "
+    "running it again"
+)
 
 
 class UsageError(Exception):
     """Arguments that argparse cannot check alone (exit 2, as argparse's own)."""
 
 
-class AdminCallError(Exception):
-    """The admin API refused or could not be reached; the message is the line to print."""
-
-
-def call(admin: str, method: str, path: str, document: dict[str, Any] | None = None) -> Any:
-    """One request to the admin API; its JSON answer, or ``AdminCallError`` with the reason."""
-    data = json.dumps(document or {}).encode() if method == "POST" else None
-    headers = {"Content-Type": "application/json"} if data is not None else {}
-    request = urllib.request.Request(admin + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            return json.load(response)
-    except urllib.error.HTTPError as exc:
-        with exc:
-            raise AdminCallError(f"{_refusal(exc)} (HTTP {exc.code})") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise AdminCallError(f"cannot reach the admin API at {admin}: {reason}") from None
-
-
-def _refusal(exc: urllib.error.HTTPError) -> str:
-    try:
-        message = json.load(exc).get("message")
-    except (ValueError, AttributeError):
-        message = None
-    return str(message or exc.reason)
+def call(
+    args: argparse.Namespace, method: str, path: str, document: dict[str, Any] | None = None
+) -> Any:
+    return admin_request(args.admin_url, method, path, document, timeout_s=args.timeout)
 
 
 def _quote(name: str) -> str:
@@ -69,6 +57,13 @@ def _verb(commands: Any, name: str, summary: str, description: str) -> argparse.
         "--admin",
         default=DEFAULT_ADMIN,
         help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for the broker's answer (default {TIMEOUT_S:g})",
     )
     parser.set_defaults(run=run, verb=name)
     return parser
@@ -138,8 +133,12 @@ def run(args: argparse.Namespace) -> int:
     except AdminAddressError as exc:
         print(f"ferrymq {verb}: {exc}", file=sys.stderr)
         return 2
+    args.admin_url = admin
     try:
-        line = VERBS[verb](admin, args)
+        line = VERBS[verb](args)
+    except AdminTimeoutError as exc:
+        print(f"ferrymq {verb}: {exc}; {_UNFINISHED}", file=sys.stderr)
+        return 1
     except AdminCallError as exc:
         print(f"ferrymq {verb}: {exc}", file=sys.stderr)
         return 1
@@ -150,45 +149,45 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _purge(admin: str, args: argparse.Namespace) -> str:
-    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.queue)}/purge")
+def _purge(args: argparse.Namespace) -> str:
+    answer = call(args, "POST", f"/api/v1/queues/{_quote(args.queue)}/purge")
     return f"purged {answer['purged']} messages from queue {args.queue}"
 
 
-def _delete(admin: str, args: argparse.Namespace) -> str:
+def _delete(args: argparse.Namespace) -> str:
     if args.kind == "durable":
         if not args.client_id:
             raise UsageError("delete durable needs --client-id (the subscription's client id)")
         path = f"/api/v1/durable-subscriptions/{_quote(args.client_id)}/{_quote(args.name)}"
-        answer = call(admin, "DELETE", path)
+        answer = call(args, "DELETE", path)
         return (
             f"deleted durable subscription {args.name} of client {args.client_id} "
             f"({answer['messages']} messages)"
         )
     if args.client_id:
         raise UsageError("--client-id goes with delete durable only")
-    answer = call(admin, "DELETE", f"/api/v1/destinations/{args.kind}/{_quote(args.name)}")
+    answer = call(args, "DELETE", f"/api/v1/destinations/{args.kind}/{_quote(args.name)}")
     return f"deleted {args.kind} {args.name} ({answer['messages']} messages)"
 
 
-def _move(admin: str, args: argparse.Namespace) -> str:
+def _move(args: argparse.Namespace) -> str:
     document = {"to": args.target, "selector": args.selector, "max": args.max, "copy": args.copy}
-    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.source)}/move", document)
+    answer = call(args, "POST", f"/api/v1/queues/{_quote(args.source)}/move", document)
     done = "copied" if args.copy else "moved"
     return f"{done} {answer[done]} messages from queue {args.source} to queue {args.target}"
 
 
-def _retry(admin: str, args: argparse.Namespace) -> str:
+def _retry(args: argparse.Namespace) -> str:
     document = {"selector": args.selector, "max": args.max}
-    answer = call(admin, "POST", f"/api/v1/queues/{_quote(args.queue)}/retry", document)
+    answer = call(args, "POST", f"/api/v1/queues/{_quote(args.queue)}/retry", document)
     return f"retried {answer['retried']} messages from queue {args.queue}"
 
 
-def _connections(admin: str, args: argparse.Namespace) -> str:
+def _connections(args: argparse.Namespace) -> str:
     if args.close is not None:
-        answer = call(admin, "DELETE", f"/api/v1/connections/{_quote(args.close)}")
+        answer = call(args, "DELETE", f"/api/v1/connections/{_quote(args.close)}")
         return f"closed connection {answer['closed']}"
-    listed = call(admin, "GET", "/api/v1/connections")["connections"]
+    listed = call(args, "GET", "/api/v1/connections")["connections"]
     rows = [("ID", "REMOTE ADDRESS", "USER", "PROTOCOL", "SINCE")]
     rows += [
         (

@@ -84,6 +84,12 @@ def configure_logging(args: argparse.Namespace) -> None:
     config: Path | None = args.log_config
     root = logging.getLogger()
     if config is not None:
+        if args.log_format == "json":
+            raise LoggingSetupError(
+                f"{config}: the file chooses the log format, so --log-format json would do "
+                "nothing: drop it, or give the file's handlers the formatter "
+                "ferrymq.cli.logging_setup.JsonFormatter"
+            )
         _load(config)
         if level is not None:  # given on the command line: it wins over the file's
             root.setLevel(level)

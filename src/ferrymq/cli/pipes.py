@@ -44,7 +44,9 @@ async def read_by_reader(out: TextIO) -> None:
 
     A write to a pipe succeeds as soon as the kernel buffers it: ``head -1`` may exit with more
     lines unread in the buffer. Waiting until the pipe is empty is the only sign that a line
-    reached the reader, so only then is its message acknowledged.
+    reached the reader, so only then is its message acknowledged. It is called after every
+    line, not after a batch: ``head`` reads all the pipe holds in one read and keeps one line,
+    so lines written together would all count as read.
     """
     out.flush()
     try:

@@ -6,11 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import urllib.error
-import urllib.request
 from typing import Any
 
-from ferrymq.cli.admin_client import DEFAULT_ADMIN, FORMS, AdminAddressError, admin_base_url
+from ferrymq.cli.admin_client import (
+    DEFAULT_ADMIN,
+    FORMS,
+    AdminAddressError,
+    AdminCallError,
+    admin_base_url,
+    admin_request,
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -30,9 +35,7 @@ def add_parser(commands: Any) -> None:
 
 
 def fetch(admin: str, path: str) -> Any:
-    url = admin.rstrip("/") + path
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.load(response)
+    return admin_request(admin.rstrip("/"), "GET", path)
 
 
 def describe_role(broker: dict[str, Any]) -> str:
@@ -109,8 +112,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         broker = fetch(admin, "/api/v1/broker")
         data = fetch(admin, "/api/v1/destinations" + query)
-    except (urllib.error.URLError, OSError) as exc:
-        print(f"ferrymq stat: cannot reach the admin API at {admin}: {exc}", file=sys.stderr)
+    except AdminCallError as exc:
+        print(f"ferrymq stat: {exc}", file=sys.stderr)
         return 1
     rows = data["destinations"]
     if args.format == "json":

@@ -58,6 +58,7 @@ class Entry:
         "acked_in_transaction",
         "consumer",
         "container",
+        "dropped",
         "marked_delivered",
         "message",
         "redelivery_count",
@@ -86,6 +87,9 @@ class Entry:
         self.consumer: EntryHolder | None = None
         """Who holds it while it is in flight."""
         self.acked_in_transaction: str | None = None
+        self.dropped = False
+        """Purged while in flight (ActiveMQ's dropped reference): its consumer may still ack
+        it, but if it comes back it is not delivered again."""
 
     @property
     def priority(self) -> int:

@@ -39,6 +39,7 @@ from ferrymq.core.routing import Router
 from ferrymq.core.selector import Selector, SelectorError, parse_selector
 from ferrymq.core.selector.jms_fields import lookup_for
 from ferrymq.core.subscriptions import SubscriptionRegistry
+from ferrymq.store.base import StoredMessage
 
 DLQ_PROPERTIES = ("dlqDeliveryFailureCause", "originalDeliveryMode")
 """What dead-lettering added to a message, taken off again when it is retried."""
@@ -131,6 +132,15 @@ class Management:
             return None
         return Paging(queue.key, queue.cursor, queue.paged_out)
 
+    def read_page(self, destination: Destination, records: list[StoredMessage]) -> None:
+        """A page the operator's command read (``paging``): it joins the queue and dispatches,
+        leaving the queue's own page-in request and its count of what the store holds alone
+        (a read that overlaps the queue's own must not settle or zero them)."""
+        queue = self._queues.get(destination)
+        if queue is not None:
+            queue.paged_in(records, len(records), requested=False)
+            queue.dispatch()
+
     # -- commands -----------------------------------------------------------------------------
 
     def purge(self, destination: Destination) -> Outcome:
@@ -146,7 +156,19 @@ class Management:
             if entry.stored and entry.message.persistent and queue.storable:
                 usage.store_used -= len(codec.encode(entry.message))  # as ``Queue.settle``
         queue.stats.dequeued += count
+        for consumer in queue.consumers:
+            for entry in consumer.in_flight_entries():
+                if entry.container is queue and not entry.dropped:
+                    self._drop_in_flight(queue, entry)
         return count
+
+    def _drop_in_flight(self, queue: Queue, entry: Entry) -> None:
+        """Its store row went with the purge: an ack changes nothing more, and a consumer that
+        gives it back (closes, rolls back) does not get it delivered to another."""
+        if entry.stored and entry.message.persistent and queue.storable:
+            self._context.usage.store_used -= len(codec.encode(entry.message))
+        entry.stored = False
+        entry.dropped = True
 
     def remove_destination(self, destination: Destination) -> Outcome:
         """``BrokerViewMBean.removeQueue``/``removeTopic``: its consumers are closed, its

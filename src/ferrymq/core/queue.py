@@ -323,6 +323,9 @@ class Queue:
     def release(self, entry: Entry) -> None:
         """Back to the waiting list after its consumer went away or rolled back (redelivery)."""
         self.in_flight -= 1
+        if entry.dropped:
+            self.settle(entry)
+            return
         entry.redelivery_count += 1
         if self.policy.redelivery.exceeded(entry.redelivery_count) and not (
             self.policy.dead_letter.is_dead_letter_destination(self.destination)
@@ -346,8 +349,11 @@ class Queue:
         self._paged_out_since_request = 0
         self._context.effects.page_ins.append(PageIn(self.key, self.cursor, PAGE_SIZE))
 
-    def paged_in(self, records: list[StoredMessage], limit: int) -> None:
-        self._page_in_requested = False
+    def paged_in(self, records: list[StoredMessage], limit: int, *, requested: bool = True) -> None:
+        """Stored messages join the queue: the answer to its ``PageIn`` (``requested``), or a
+        read of the operator's (``core.management``), which settles nothing of the queue's."""
+        if requested:
+            self._page_in_requested = False
         loaded = len(records)
         if records and records[0].seq < self.cursor:
             # Read before a purge or an operator's page-in moved the cursor: already had.
@@ -375,7 +381,7 @@ class Queue:
         self.paged_out -= len(records)
         if records:
             self.cursor = records[-1].seq + 1
-        if loaded < limit and not self._paged_out_since_request:
+        if requested and loaded < limit and not self._paged_out_since_request:
             # The store has nothing more from the cursor on: trust it over our count.
             self.paged_out = 0
         self.paged_out = max(self.paged_out, 0)

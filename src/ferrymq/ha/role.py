@@ -29,6 +29,9 @@ class Role(enum.Enum):
     is attached and in sync."""
     MASTER = "master"
     """Serving, as the master of its group."""
+    STOPPING = "stopping"
+    """Closing its listeners and store: stepping down after losing its lock, or shutting down.
+    Not serving, so probes send no new clients to a broker that is about to close."""
     FAILED = "failed"
     """Stopped serving for good because of a failure; the process is ending."""
     STOPPED = "stopped"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import socket
 
 
 class BrokerStartError(Exception):
@@ -34,6 +35,12 @@ _BIND_FIXES = {
 def bind_error(what: str, host: str, port: int, exc: OSError, move: str) -> BrokerStartError:
     """A listener that could not bind ``host:port``: the system's reason in plain words, and
     ``move`` (how to choose another address, e.g. "choose another port with --listen")."""
+    if isinstance(exc, socket.gaierror) or (exc.errno or 0) < 0:
+        # A resolver failure: its errno is a negative EAI_* code, which os.strerror does not
+        # know (uvloop raises it as a plain OSError).
+        reason = "the host name does not resolve"
+        fix = f"use an address or a host name of this machine: {move.replace('port', 'address')}"
+        return BrokerStartError(f"{what} cannot listen on {host}:{port}: {reason}", fix)
     reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)
     fix = _BIND_FIXES.get(exc.errno or 0, "{move}").format(move=move)
     return BrokerStartError(f"{what} cannot listen on {host}:{port}: {reason}", fix)

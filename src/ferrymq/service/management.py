@@ -139,7 +139,7 @@ class BrokerManagement:
             self._check_serving()
             records = await self._service.store.load(paging.container, paging.cursor, PAGE_SIZE)
             self._service.tick_clock()
-            self._region.paged_in(paging.container, records, PAGE_SIZE)
+            self._region.management.read_page(source, records)
             self._service.process()
             remaining = None if limit is None else limit - done
             done += await self._run(partial(command, remaining, paging.cursor))

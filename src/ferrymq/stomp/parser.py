@@ -10,7 +10,9 @@ Framing rules (STOMP 1.2 "STOMP Frames", "Augmented BNF"), and where we chose:
 
 * EOL is LF or CR LF in every version (ActiveMQ strips the CR in 1.0 and 1.2; we are lenient in
   1.1 too). A bare EOL between frames is a heart-beat, reported as ``HEARTBEAT`` each time,
-  except the one EOL straight after a frame's NUL, which belongs to that frame.
+  except the one EOL straight after a frame's NUL, which belongs to that frame (so a peer that
+  ends frames with NUL alone has its first heart-beat after a frame taken as that frame's EOL;
+  liveness counts bytes read, not heart-beat events, so nothing times out).
 * ``content-length`` gives the exact body size; the body may then hold NULs and must be followed
   by a NUL. Without it the body runs to the first NUL. Any frame may carry content-length (ERROR
   frames need it), not only SEND and MESSAGE as in ActiveMQ.
@@ -171,6 +173,7 @@ class FrameParser:
             nul = find(b"\0", pos)
             if nul < 0:
                 self._incomplete(b, pos)
+                self._frame_eol = False
                 return pos
             # The blank line is LF LF, or LF CR LF when lines end in CR LF; it precedes any NUL.
             blank = find(b"\n\n", pos, nul)
@@ -201,6 +204,7 @@ class FrameParser:
                 stop = body_start + size
                 if stop >= n:
                     self._wait_for_length(pos, stop)
+                    self._frame_eol = False
                     return pos
                 if b[stop] != 0:
                     raise RemoteProtocolError(
