@@ -93,7 +93,7 @@ async def mute_broker() -> AsyncIterator[int]:
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writers.append(writer)
-        await reader.readuntil(b"\x00")
+        await reader.readuntil(b"\x00\n")
         writer.write(b"CONNECTED\nversion:1.2\nheart-beat:50,50\n\n\x00")
         await writer.drain()
 

@@ -44,7 +44,7 @@ async def test_a_silent_master_is_left_after_one_and_a_half_intervals(
     received = bytearray()
 
     async def silent_master(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        received.extend(await reader.readuntil(b"\x00"))  # CONNECT
+        received.extend(await reader.readuntil(b"\x00\n"))  # CONNECT
         writer.write(CONNECTED)
         while data := await reader.read(1024):  # answers nothing, until the slave hangs up
             received.extend(data)
@@ -75,7 +75,7 @@ async def test_a_slow_store_write_is_not_a_silent_master(
     acked = asyncio.Event()
 
     async def beating_master(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\x00")  # CONNECT
+        await reader.readuntil(b"\x00\n")  # CONNECT
         writer.write(CONNECTED)
         writer.write(
             b"MESSAGE\ndestination:/queue/ferrymq.replication\nmessage-id:1\n"
@@ -90,7 +90,7 @@ async def test_a_slow_store_write_is_not_a_silent_master(
 
         beating = asyncio.create_task(beat())
         try:
-            ack = await reader.readuntil(b"\x00")
+            ack = await reader.readuntil(b"\x00\n")
             # the ACK of batch 1, after a store write that outlasted the allowed silence
             assert ack.lstrip(b"\n").startswith(b"ACK\n")
             acked.set()

@@ -20,7 +20,7 @@ async def test_a_reset_connection_means_the_master_is_gone(tmp_path: Path) -> No
     acked = asyncio.Event()
 
     async def dying_master(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\x00")  # CONNECT
+        await reader.readuntil(b"\x00\n")  # CONNECT
         writer.write(b"CONNECTED\nversion:1.2\n\n\x00")
         writer.write(
             b"MESSAGE\ndestination:/queue/ferrymq.replication\nmessage-id:1\n"
@@ -28,7 +28,7 @@ async def test_a_reset_connection_means_the_master_is_gone(tmp_path: Path) -> No
             b"ferrymq.replication-reset:true\ncontent-length:%d\n\n%b\x00" % (len(batch), batch)
         )
         await writer.drain()
-        await reader.readuntil(b"\x00")  # the slave's ACK of batch 1
+        await reader.readuntil(b"\x00\n")  # the slave's ACK of batch 1
         acked.set()
         sock = writer.get_extra_info("socket")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))

@@ -45,7 +45,7 @@ async def test_a_failed_write_closes_the_connection_waiting_for_it_without_an_er
         writer.write(SUBSCRIBE)
         async with asyncio.timeout(WAIT_S):
             await reader.readuntil(b"receipt-id:subscribed")
-            await reader.readuntil(b"\x00")
+            await reader.readuntil(b"\x00\n")
         fence.taken = True
         async with await connect(broker.stomp_urls[0]) as producer:
             with pytest.raises(ConnectionClosed) as closed:

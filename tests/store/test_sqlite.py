@@ -104,7 +104,7 @@ async def test_corrupt_database_names_the_file(tmp_path: Path) -> None:
 async def test_unusable_directory_names_the_path(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("a file where the store directory should be")
     directory = tmp_path / "file" / "kahadb"
-    with pytest.raises(StoreError, match="cannot use store directory") as raised:
+    with pytest.raises(StoreError, match="is a file, not a directory") as raised:
         await SqliteStore(directory).start()
     assert str(directory) in str(raised.value)
 

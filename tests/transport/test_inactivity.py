@@ -18,7 +18,7 @@ CONNECT = b"CONNECT\naccept-version:1.2\nhost:x\nheart-beat:%d,0\n\n\x00" % PROM
 async def _connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(CONNECT)
-    frame = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+    frame = await asyncio.wait_for(reader.readuntil(b"\x00\n"), 5)
     assert frame.startswith(b"CONNECTED\n")
     assert b"heart-beat:0," in frame  # the broker sends nothing back: it only listens
     return reader, writer
@@ -41,6 +41,6 @@ async def test_a_client_that_keeps_its_promise_stays_connected(tmp_path: Path) -
             await asyncio.sleep(PROMISE_MS / 2 / 1000)
             writer.write(b"\n")
         writer.write(b"DISCONNECT\nreceipt:bye\n\n\x00")
-        frame = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+        frame = await asyncio.wait_for(reader.readuntil(b"\x00\n"), 5)
         assert frame.startswith(b"RECEIPT\nreceipt-id:bye\n")
         writer.close()

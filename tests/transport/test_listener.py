@@ -22,7 +22,7 @@ async def _connected(
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(connect)
     await writer.drain()
-    frame = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+    frame = await asyncio.wait_for(reader.readuntil(b"\x00\n"), 5)
     assert frame.startswith(b"CONNECTED\n")
     return reader, writer
 
@@ -95,11 +95,11 @@ async def test_cluster_list_only_for_clients_that_ask(tmp_path: Path) -> None:
         port = broker.stomp_ports[0]
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"CONNECT\naccept-version:1.2\nhost:x\nferrymq.cluster-updates:true\n\n\x00")
-        asked = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+        asked = await asyncio.wait_for(reader.readuntil(b"\x00\n"), 5)
         assert f"ferrymq.cluster-brokers:stomp://127.0.0.1:{port}\n".encode() in asked
         writer.close()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(CONNECT)
-        plain = await asyncio.wait_for(reader.readuntil(b"\x00"), 5)
+        plain = await asyncio.wait_for(reader.readuntil(b"\x00\n"), 5)
         assert b"ferrymq." not in plain
         writer.close()
