@@ -34,17 +34,29 @@ ALLOWED: dict[str, frozenset[str]] = {
     "util": frozenset(),
     "stomp": frozenset(),
     "amqp": frozenset(),
-    "core": frozenset({"store.base"}),  # the store's operation records; never a store itself
+    "core": frozenset({"store.base", "security.api"}),  # store records, the security contract
+    # Pure decisions: who a connection is, what it may do (DESIGN.md "security").
+    "security": frozenset({"config", "core.destination", "util"}),
     "store": frozenset(),
     "transport": frozenset({"util"}),  # the heart-beat watchdog
     "config": frozenset({"util"}),
     "client": frozenset({"stomp", "util"}),
     # A protocol adapter sits above the service: it turns one wire protocol into service calls.
     "adapters": frozenset(
-        {"service", "core", "stomp", "amqp", "store.base", "transport", "config", "util"}
+        {
+            "service",
+            "core",
+            "stomp",
+            "amqp",
+            "store.base",
+            "transport",
+            "config",
+            "security",
+            "util",
+        }
     ),
-    "service": frozenset({"core", "store", "transport", "config", "util"}),
-    "admin": frozenset({"core", "config", "util"}),
+    "service": frozenset({"core", "store", "transport", "config", "security", "util"}),
+    "admin": frozenset({"core", "config", "security", "util"}),
     "bench": frozenset({"stomp", "util", "client"}),
     "network": frozenset({"client", "config", "stomp", "util", "core.destination"}),
     "discovery": frozenset({"client", "util"}),
@@ -64,6 +76,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "discovery",
             "ha",
             "network",
+            "security",
             "service",
             "store",
             "util",
@@ -87,7 +100,7 @@ PLANNED = frozenset({"amqp"})
 PROTOCOLS = ("stomp", "amqp")
 PROTOCOL_NEUTRAL = ("service", "core")
 # Sans-IO and deterministic: no I/O, clock, randomness, threads, logging, files or database.
-PURE = ("stomp", "amqp", "core")
+PURE = ("stomp", "amqp", "core", "security.api")
 IMPURE = frozenset(
     {
         "asyncio",
