@@ -183,6 +183,7 @@ def test_connections_document() -> None:
                 "id": "ID:host-1-42-18f-1",
                 "client_id": "shop",
                 "user": "alice",
+                "groups": [],
                 "remote_address": "127.0.0.1:50123",
                 "connector": "stomp",
                 "connected": True,

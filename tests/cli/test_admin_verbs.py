@@ -129,7 +129,7 @@ async def test_connections_lists_and_closes(broker: Broker, capsys: Capture) -> 
     address = admin(broker)
     code, out, _ = await ferrymq(capsys, "connections", "--admin", address)
     header, row = out.splitlines()
-    assert header.split() == ["ID", "REMOTE", "ADDRESS", "USER", "PROTOCOL", "SINCE"]
+    assert header.split() == ["ID", "REMOTE", "ADDRESS", "USER", "GROUPS", "PROTOCOL", "SINCE"]
     connection_id = row.split()[0]
     assert "127.0.0.1:" in row
     assert "STOMP 1.2" in row
@@ -141,7 +141,7 @@ async def test_connections_lists_and_closes(broker: Broker, capsys: Capture) -> 
 
 
 async def test_bad_and_unreachable_admin_addresses(capsys: Capture) -> None:
-    code, _, err = await ferrymq(capsys, "purge", "q", "--admin", "https://127.0.0.1:1")
+    code, _, err = await ferrymq(capsys, "purge", "q", "--admin", "ftp://127.0.0.1:1")
     assert code == 2
     assert err.count("\n") == 1
     port = free_port()

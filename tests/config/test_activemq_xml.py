@@ -388,7 +388,7 @@ def test_pending_features_name_file_line_and_element() -> None:
     text = broker(
         '<networkConnectors>\n<networkConnector name="linkToCluster" '
         'uri="multicast://default" useCompression="true"/>\n</networkConnectors>\n'
-        '<transportConnectors>\n<transportConnector uri="ssl://0.0.0.0:61617"/>\n'
+        '<transportConnectors>\n<transportConnector name="openwire" uri="tcp://0.0.0.0:61617"/>\n'
         "</transportConnectors>",
         'schedulerSupport="true" schedulerDirectory="/var/scheduler"',
     )
@@ -398,15 +398,16 @@ def test_pending_features_name_file_line_and_element() -> None:
         "scheduled messages live in the message store, so a master/slave group shares them",
         'activemq.xml:3: <networkConnector name="linkToCluster"> useCompression: has no effect '
         "in FerryMQ (docs/networks.md says why)",
-        'activemq.xml:6: <transportConnector uri="ssl://0.0.0.0:61617">: TLS listeners are not '
-        "supported yet; this listener is not opened",
+        'activemq.xml:6: <transportConnector name="openwire" uri="tcp://0.0.0.0:61617">: FerryMQ '
+        "serves STOMP on this listener until OpenWire exists; Java OpenWire clients (ActiveMQ's "
+        "JMS client) cannot connect to it",
     ]
 
 
 def test_activemq_listeners_ferrymq_does_not_serve_are_left_closed() -> None:
     text = broker(
         "<transportConnectors>\n"
-        '<transportConnector name="ws" uri="ws://localhost:61614/"/>\n'
+        '<transportConnector name="ws" uri="amqp+ws://localhost:61614/"/>\n'
         '<transportConnector name="mqtt" uri="mqtt+nio://0.0.0.0:1883?transport.x=y"/>\n'
         '<transportConnector name="stomp" uri="stomp://0.0.0.0:1?transport.closeAsync=false"/>\n'
         "</transportConnectors>"
@@ -414,7 +415,7 @@ def test_activemq_listeners_ferrymq_does_not_serve_are_left_closed() -> None:
     config = parse_config(text, "a.xml")
     assert [c.name for c in config.transport_connectors] == ["stomp"]
     assert [str(i) for i in config.ignored] == [
-        'a.xml:3: <transportConnector uri="ws://localhost:61614/">: WebSocket listeners are not '
+        'a.xml:3: <transportConnector uri="amqp+ws://localhost:61614/">: AMQP listeners are not '
         "served yet; this listener is not opened",
         'a.xml:4: <transportConnector uri="mqtt+nio://0.0.0.0:1883?transport.x=y">: MQTT is not '
         "served by FerryMQ; this listener is not opened",
@@ -449,9 +450,9 @@ def test_a_tcp_connector_named_openwire_is_warned_about() -> None:
 
 
 def test_a_refused_plugin_names_itself() -> None:
-    error = error_of(broker("<plugins>\n<jaasAuthenticationPlugin configuration='x'/>\n</plugins>"))
+    error = error_of(broker("<plugins>\n<jaasDualAuthenticationPlugin/>\n</plugins>"))
     assert error.line == 3
-    assert str(error).startswith("activemq.xml:3: <jaasAuthenticationPlugin>: not supported yet")
+    assert str(error).startswith("activemq.xml:3: <jaasDualAuthenticationPlugin>: not supported")
 
 
 def test_an_unknown_attribute_valid_in_activemq_is_a_warning_once() -> None:

@@ -21,7 +21,7 @@ BROKEN = """\
       <transportConnector name="openwire" uri="tcp://127.0.0.1:0?transport.closeAsync=false"/>
     </transportConnectors>
     <plugins>
-      <simpleAuthenticationPlugin/>
+      <jaasDualAuthenticationPlugin/>
     </plugins>
   </broker>
 </beans>
@@ -67,9 +67,10 @@ def test_lists_every_error_and_every_ignored_setting(
         "expected a size such as 1024, 64 mb or 100 gb, got 'lots'",
         '  activemq.xml:7: <transportConector uri="tcp://127.0.0.1:0">: unknown element '
         "<transportConector> in <transportConnectors>; did you mean transportConnector?",
-        "  activemq.xml:11: <simpleAuthenticationPlugin>: not supported yet: FerryMQ has no "
-        "authentication or authorization yet, and will not run a broker without the security "
-        "this file asks for (remove the plugin to run without it)",
+        "  activemq.xml:11: <jaasDualAuthenticationPlugin>: not supported yet: FerryMQ has no "
+        "dual (password or certificate) authentication yet, and will not run a broker without "
+        "the security this file asks for: use <jaasAuthenticationPlugin> or "
+        "<jaasCertificateAuthenticationPlugin> (docs/security.md)",
     ]
     assert "activemq.xml:4: <kahaDB enableIndexWriteAsync>: KahaDB tuning" in ignored
     assert "activemq.xml:8: <transportConnector uri> option transport.closeAsync" in ignored

@@ -55,6 +55,7 @@ def connection_document(connection: ConnectionStatistics) -> dict[str, Any]:
         "id": connection.connection_id,
         "client_id": connection.client_id,
         "user": connection.user,
+        "groups": list(connection.groups),
         "remote_address": connection.remote_address,
         "connector": connection.connector,
         "connected": connection.connected,

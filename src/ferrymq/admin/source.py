@@ -44,6 +44,7 @@ class ConnectionStatistics:
     """The negotiated STOMP version; None before CONNECT."""
     client_id: str | None
     user: str | None
+    """The authenticated user (without authentication configured: the login the client gave)."""
     connected_at_ms: int | None
     """Epoch milliseconds of the accepted CONNECT."""
     bytes_in: int
@@ -53,6 +54,8 @@ class ConnectionStatistics:
     messages_delivered: int
     """Messages the broker delivered to this client."""
     subscriptions: tuple[SubscriptionStatistics, ...]
+    groups: tuple[str, ...] = ()
+    """The authenticated user's groups, sorted (none without authentication)."""
 
 
 @runtime_checkable
@@ -171,6 +174,7 @@ class BrokerServiceSource:
                     messages_sent=state.messages_sent if state else 0,
                     messages_delivered=state.messages_delivered if state else 0,
                     subscriptions=subscriptions,
+                    groups=tuple(sorted(state.groups)) if state else (),
                 )
             )
         return result

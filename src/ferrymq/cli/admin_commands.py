@@ -21,9 +21,12 @@ from ferrymq.cli.admin_client import (
     FORMS,
     AdminAddressError,
     AdminCallError,
+    AdminCredentialsError,
     AdminTimeoutError,
+    add_credential_options,
     admin_base_url,
     admin_request,
+    credentials_from,
 )
 
 TIMEOUT_S = 120.0
@@ -42,7 +45,14 @@ class UsageError(Exception):
 def call(
     args: argparse.Namespace, method: str, path: str, document: dict[str, Any] | None = None
 ) -> Any:
-    return admin_request(args.admin_url, method, path, document, timeout_s=args.timeout)
+    return admin_request(
+        args.admin_url,
+        method,
+        path,
+        document,
+        timeout_s=args.timeout,
+        credentials=args.credentials,
+    )
 
 
 def _quote(name: str) -> str:
@@ -58,6 +68,7 @@ def _verb(commands: Any, name: str, summary: str, description: str) -> argparse.
         default=DEFAULT_ADMIN,
         help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
     )
+    add_credential_options(parser)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -130,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     verb = args.verb
     try:
         admin = admin_base_url(args.admin)
-    except AdminAddressError as exc:
+        args.credentials = credentials_from(args)
+    except (AdminAddressError, AdminCredentialsError) as exc:
         print(f"ferrymq {verb}: {exc}", file=sys.stderr)
         return 2
     args.admin_url = admin
@@ -188,12 +200,13 @@ def _connections(args: argparse.Namespace) -> str:
         answer = call(args, "DELETE", f"/api/v1/connections/{_quote(args.close)}")
         return f"closed connection {answer['closed']}"
     listed = call(args, "GET", "/api/v1/connections")["connections"]
-    rows = [("ID", "REMOTE ADDRESS", "USER", "PROTOCOL", "SINCE")]
+    rows = [("ID", "REMOTE ADDRESS", "USER", "GROUPS", "PROTOCOL", "SINCE")]
     rows += [
         (
             c["id"],
             c.get("remote_address") or "-",
             c.get("user") or "-",
+            ",".join(c.get("groups") or ()) or "-",
             f"STOMP {c['stomp_version']}" if c.get("stomp_version") else "-",
             _since(c.get("connected_at_ms")),
         )

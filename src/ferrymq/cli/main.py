@@ -13,6 +13,7 @@ from ferrymq.cli import (
     audit_command,
     broker_command,
     check_config_command,
+    hash_password_command,
     health_command,
     stat_command,
 )
@@ -26,6 +27,7 @@ COMMANDS: list[ModuleType] = [
     health_command,
     admin_commands,  # purge, delete, move, retry, connections
     audit_command,
+    hash_password_command,
 ]
 
 

@@ -2,7 +2,8 @@
 
 Accepted documents: a Spring `<beans>` root holding one `<broker>` (any namespace prefix) plus
 `<bean>` definitions, or a bare `<broker>` root. Children may come in any order (ActiveMQ's schema
-wanted them alphabetical). Spring `${name}` placeholders are resolved from the properties given;
+wanted them alphabetical). Spring `${name}` placeholders are resolved from the files that
+placeholder configurer beans list (`placeholders`) and from the properties given;
 `activemq.base`, `activemq.home` and `activemq.conf` default to the file's directory and
 `activemq.data` to FerryMQ's default data directory, "data". An unknown element, attribute,
 placeholder, or a value that does not parse, is a `ConfigError` naming file, line, element and
@@ -31,7 +32,9 @@ from ferrymq.config.model import (
 )
 from ferrymq.config.pending import pending_features
 from ferrymq.config.persistence import KahaDBConfig, PersistenceConfig
+from ferrymq.config.placeholders import read_placeholder_files
 from ferrymq.config.policy import PolicyMap, RedeliveryPluginConfig
+from ferrymq.config.security import SecurityConfig
 from ferrymq.config.spring import (
     HARMLESS_BEAN_CLASSES,
     admin_from_beans,
@@ -43,6 +46,7 @@ from ferrymq.config.xml_document import Element, ElementReader, LoadContext, rea
 from ferrymq.config.xml_network import read_network_connectors
 from ferrymq.config.xml_persistence import read_persistence_adapter, read_persistence_factory
 from ferrymq.config.xml_policy import read_destination_policy, read_plugins
+from ferrymq.config.xml_tls import read_ssl_context
 from ferrymq.config.xml_transport import read_transport_connectors
 from ferrymq.config.xml_usage import read_management_context, read_system_usage
 
@@ -62,6 +66,7 @@ _BROKER_CHILDREN = {
     "managementContext",
     "shutdownHooks",
     "persistenceFactory",
+    "sslContext",
 }
 _ARTEMIS_ROOTS = frozenset(
     {
@@ -169,6 +174,7 @@ def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
         broker = root
     elif root.name == "beans":
         broker, beans = _beans(context, root, ignored)
+        _section(context, lambda: read_placeholder_files(context, beans, ignored), None)
     elif root.name in _ARTEMIS_ROOTS:
         message = (
             "this is ActiveMQ Artemis's broker.xml, which FerryMQ does not read yet (Artemis "
@@ -247,8 +253,10 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
     if "shutdownHooks" in parts:
         hooks = parts["shutdownHooks"]
         ignored.extend(_section(context, lambda: _shutdown_hooks(context, hooks), []))
-    no_plugins: tuple[RedeliveryPluginConfig | None, MessageTraceConfig | None] = (None, None)
-    redelivery, message_trace = _read(context, parts, "plugins", read_plugins, no_plugins)
+    no_plugins: tuple[
+        RedeliveryPluginConfig | None, MessageTraceConfig | None, SecurityConfig | None
+    ] = (None, None, None)
+    redelivery, message_trace, security = _read(context, parts, "plugins", read_plugins, no_plugins)
     start = reader.boolean("start", True)
     if not start:
         reason = (
@@ -288,6 +296,7 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         ),
         redelivery_policies=redelivery,
         message_trace=message_trace,
+        security=security,
         services=_section(
             context,
             lambda: _services(context, reader, parts.get("services")),
@@ -299,6 +308,7 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         management_context=_section(
             context, lambda: read_management_context(context, parts.get("managementContext")), None
         ),
+        ssl_context=_read(context, parts, "sslContext", read_ssl_context, None),
         source=context.source,
         location=reader.location(),
     )

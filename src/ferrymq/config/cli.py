@@ -43,6 +43,8 @@ def config_from_flags(
     config_path: Path | None = None,
     properties: Mapping[str, str] | None = None,
     trace: Path | str | None = None,
+    admin_group: str | None = None,
+    admin_metrics_open: bool = False,
 ) -> BrokerConfig:
     """Build the configuration for `ferrymq broker`.
 
@@ -72,6 +74,7 @@ def config_from_flags(
         config = replace(config, data_directory=Path(data_dir))
     if admin is not None:
         config = replace(config, admin=parse_admin(admin))
+    config = _admin_access(config, admin_group, admin_metrics_open)
     if trace is not None:
         traced = config.message_trace
         config = replace(
@@ -87,16 +90,33 @@ def config_from_flags(
     return config
 
 
+def _admin_access(config: BrokerConfig, group: str | None, metrics_open: bool) -> BrokerConfig:
+    """`--admin-group NAME` and `--admin-open-metrics` (docs/security.md, "Admin API")."""
+    if group is not None and not group.strip():
+        raise ConfigError(_SOURCE, None, "--admin-group", None, "the group name must not be empty")
+    admin = config.admin
+    if group is not None:
+        admin = replace(admin, admin_group=group.strip())
+    if metrics_open:
+        admin = replace(admin, metrics_open=True)
+    return replace(config, admin=admin)
+
+
 def parse_admin(text: str) -> AdminConfig:
-    """`host:port`, `:port` (loopback), `port`, or `off`."""
+    """`host:port`, `:port` (loopback), `port`, or `off`; `https://` before any of them
+    serves HTTPS with the broker's `<sslContext>` key."""
     if text.strip().lower() in ("off", "none", "no", "false"):
         return AdminConfig(enabled=False)
-    host, _, port = text.rpartition(":")
+    scheme, _, address = text.strip().rpartition("://")
+    if scheme.lower() not in ("", "http", "https"):
+        message = f"expected host:port, https://host:port or off, got {text!r}"
+        raise ConfigError(_SOURCE, None, "--admin", None, message)
+    host, _, port = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or int(port) > 65535:
         message = f"expected host:port, :port or off, got {text!r}"
         raise ConfigError(_SOURCE, None, "--admin", None, message)
-    return AdminConfig(enabled=True, host=host, port=int(port))
+    return AdminConfig(enabled=True, host=host, port=int(port), tls=scheme.lower() == "https")
 
 
 def _listener(text: str, index: int) -> TransportConnectorConfig:

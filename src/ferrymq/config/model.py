@@ -17,6 +17,8 @@ from ferrymq.config.errors import Location
 from ferrymq.config.network import NetworkConnectorConfig
 from ferrymq.config.persistence import KahaDBConfig, PersistenceConfig
 from ferrymq.config.policy import PolicyEntry, PolicyMap, RedeliveryPluginConfig
+from ferrymq.config.security import SecurityConfig
+from ferrymq.config.tls import SslContextConfig
 from ferrymq.util.uri import URI, AnyURI
 
 __all__ = [
@@ -173,6 +175,15 @@ class AdminConfig:
     """Address to bind. Default 127.0.0.1 (local only)."""
     port: int = 8161
     """Port to bind (0 picks a free one). Default 8161."""
+    tls: bool = False
+    """FerryMQ: serve HTTPS with the broker's `<sslContext>` key (`--admin https://HOST:PORT`).
+    Default false."""
+    admin_group: str = "admins"
+    """FerryMQ: with authentication configured, the group whose members may use the write
+    operations (`ferrymq broker --admin-group`); any user may read. Default `admins`."""
+    metrics_open: bool = False
+    """FerryMQ: serve `/metrics` without a login even with authentication configured
+    (`ferrymq broker --admin-open-metrics`). Default false."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +280,9 @@ class BrokerConfig:
     """`<plugins><redeliveryPlugin>`. Default None: no broker-side redelivery delay."""
     message_trace: MessageTraceConfig | None = None
     """FerryMQ `<plugins><messageTracePlugin>`. Default None: no message trace."""
+    security: SecurityConfig | None = None
+    """`<plugins>`' authentication and authorization plugins (docs/security.md). Default None:
+    any login is accepted and everything is allowed."""
     services: ServicesConfig = field(default_factory=ServicesConfig)
     """Pure master/slave: `<services><masterConnector>` and the broker attributes."""
     jms_bridge_connectors: tuple[JmsConnectorConfig, ...] = ()
@@ -277,6 +291,9 @@ class BrokerConfig:
     """`<managementContext>`, if given (JMX; not supported)."""
     admin: AdminConfig = field(default_factory=AdminConfig)
     """FerryMQ's admin API listener."""
+    ssl_context: SslContextConfig | None = None
+    """`<sslContext>`: key material of the TLS listeners and the HTTPS admin API. Default
+    None: no TLS listener can start."""
     duplicate_window: int = 65536
     """FerryMQ: how many recent producer message ids per producer the broker remembers to drop
     duplicate sends (after failover). Default 65536."""

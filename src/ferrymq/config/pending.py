@@ -33,7 +33,6 @@ PENDING: Mapping[str, str] = MappingProxyType(
             "syncDurableSubs is not supported: a durable demand whose remote subscription was "
             "deleted while the bridge was down is kept until deleted by hand"
         ),
-        "listener-ssl": "TLS listeners are not supported yet",
         "jms-bridge": "JMS-to-JMS bridges are not supported yet",
         "database-locker": (
             "<database-locker> runs as a lease-database-locker: a row lock held by a "
@@ -113,8 +112,6 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     for listener in config.transport_connectors:
         element = f'<transportConnector uri="{listener.uri}">'
         scheme = listener.scheme.lower()
-        if scheme in ("ssl", "stomp+ssl"):
-            yield "listener-ssl", listener.location, element
         if scheme in _OPENWIRE_SCHEMES and (listener.name or "").lower() == "openwire":
             named = f'<transportConnector name="{listener.name}" uri="{listener.uri}">'
             yield "openwire-listener", listener.location, named

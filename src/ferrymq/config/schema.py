@@ -43,18 +43,13 @@ SPRING_NAMES = frozenset(
 )  # fmt: skip
 """Spring's bean-definition elements, which XBean admits inside every ActiveMQ element."""
 
-_SECURITY = (
-    "FerryMQ has no authentication or authorization yet, and will not run a broker without the "
-    "security this file asks for (remove the plugin to run without it)"
+_DUAL_AUTHENTICATION = (
+    "FerryMQ has no dual (password or certificate) authentication yet, and will not run a broker "
+    "without the security this file asks for: use <jaasAuthenticationPlugin> or "
+    "<jaasCertificateAuthenticationPlugin> (docs/security.md)"
 )
 REFUSED: Mapping[str, str] = MappingProxyType(
-    {
-        "simpleAuthenticationPlugin": _SECURITY,
-        "jaasAuthenticationPlugin": _SECURITY,
-        "jaasCertificateAuthenticationPlugin": _SECURITY,
-        "jaasDualAuthenticationPlugin": _SECURITY,
-        "authorizationPlugin": _SECURITY,
-    }
+    {"jaasDualAuthenticationPlugin": _DUAL_AUTHENTICATION}
 )
 """Valid ActiveMQ elements that are refused, with the reason."""
 
@@ -77,7 +72,6 @@ _CHILD_REASONS: Mapping[str, str] = MappingProxyType(
         ),
         "policyEntry/subscriptionRecoveryPolicy": "retroactive consumers are not supported yet",
         "policyEntry/messageEvictionStrategy": _NOT_YET,
-        "broker/sslContext": "TLS is not supported yet",
         "broker/ioExceptionHandler": "FerryMQ stops the broker on a store I/O error",
         "broker/destinationInterceptors": (
             "virtual and composite destinations are not supported yet"
@@ -132,9 +126,8 @@ TRANSPORT_OPTIONS = frozenset(
 )  # fmt: skip
 """ActiveMQ's transport and wire-format option names (after `transport.` / `wireFormat.`)."""
 
-_TLS = "TLS listeners are not supported yet; this listener is not opened"
 _SCHEMES_NOT_SERVED = (
-    (_TLS, ("ssl", "nio+ssl", "stomp+ssl", "stomp+nio+ssl", "auto+ssl", "auto+nio+ssl", "https")),
+    ("the HTTPS tunnel transport is not served; this listener is not opened", ("https",)),
     (
         "MQTT is not served by FerryMQ; this listener is not opened",
         ("mqtt", "mqtt+nio", "mqtt+ssl", "mqtt+nio+ssl", "mqtt+ws", "mqtt+wss"),
@@ -142,10 +135,6 @@ _SCHEMES_NOT_SERVED = (
     (
         "AMQP listeners are not served yet; this listener is not opened",
         ("amqp", "amqp+nio", "amqp+ssl", "amqp+nio+ssl", "amqp+ws", "amqp+wss"),
-    ),
-    (
-        "WebSocket listeners are not served yet; this listener is not opened",
-        ("ws", "wss", "stomp+ws", "stomp+wss"),
     ),
     ("the HTTP tunnel transport is not served; this listener is not opened", ("http",)),
     ("the UDP transport is not served; this listener is not opened", ("udp",)),

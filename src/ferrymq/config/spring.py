@@ -20,6 +20,7 @@ from types import MappingProxyType
 from ferrymq.config.bridge import BeanValue, SpringBean
 from ferrymq.config.model import AdminConfig
 from ferrymq.config.persistence import DataSourceConfig
+from ferrymq.config.placeholders import PLACEHOLDER_CONFIGURERS
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
 
 __all__ = [
@@ -33,29 +34,13 @@ __all__ = [
     "register_bean",
 ]
 
-_PLACEHOLDER_REASON = (
-    "placeholder values come from the properties given to FerryMQ (ferrymq broker -D name=value),"
-    " not from the files this bean lists"
-)
 HARMLESS_BEAN_CLASSES: Mapping[str, str] = MappingProxyType(
     {
-        "org.springframework.beans.factory.config.PropertyPlaceholderConfigurer": (
-            _PLACEHOLDER_REASON
-        ),
-        "org.springframework.context.support.PropertySourcesPlaceholderConfigurer": (
-            _PLACEHOLDER_REASON
-        ),
         "io.fabric8.mq.fabric.ConfigurationProperties": "Fuse Fabric's property source (seed 001)",
         "org.apache.activemq.hooks.SpringContextHook": (
             "a Spring shutdown hook; FerryMQ stops cleanly on SIGTERM by itself"
         ),
         "io.fabric8.insight.log.log4j.Log4jLogQuery": "the log viewer of older ActiveMQ consoles",
-        "org.jasypt.spring4.properties.EncryptablePropertyPlaceholderConfigurer": (
-            _PLACEHOLDER_REASON
-        ),
-        "org.jasypt.spring31.properties.EncryptablePropertyPlaceholderConfigurer": (
-            _PLACEHOLDER_REASON
-        ),
     }
 )
 """Bean classes that are accepted and ignored, with the reason reported at start."""
@@ -242,6 +227,8 @@ def check_beans(context: LoadContext, elements: list[Element]) -> list[tuple[Ele
         class_name = element.attributes.get("class")
         if class_name is None:
             raise context.error(element, "a <bean> needs a class", "class")
+        if class_name in PLACEHOLDER_CONFIGURERS:  # read by `placeholders`
+            continue
         if class_name in HARMLESS_BEAN_CLASSES:
             ignored.append((element, HARMLESS_BEAN_CLASSES[class_name]))
             continue

@@ -15,7 +15,14 @@ from ferrymq.config.policy import (
     RedeliveryPolicyConfig,
     SharedDeadLetterStrategy,
 )
+from ferrymq.config.security import SecurityConfig
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.config.xml_security import (
+    AUTHENTICATION_PLUGINS,
+    SECURITY_PLUGINS,
+    read_authentication,
+    read_authorization,
+)
 from ferrymq.config.xml_trace import read_message_trace
 
 __all__ = ["read_destination_policy", "read_plugins"]
@@ -190,17 +197,31 @@ def _bridge_filter(
 
 def read_plugins(
     context: LoadContext, element: Element
-) -> tuple[RedeliveryPluginConfig | None, MessageTraceConfig | None]:
-    """`<plugins>`: the redelivery plugin and FerryMQ's message trace; any other plugin is an
-    error."""
+) -> tuple[RedeliveryPluginConfig | None, MessageTraceConfig | None, SecurityConfig | None]:
+    """`<plugins>`: the redelivery plugin, FerryMQ's message trace and the security plugins
+    (`xml_security`); any other plugin is an error."""
     reader = context.reader(element)
-    plugins = reader.single_children({"redeliveryPlugin", "messageTracePlugin"})
+    authentication = [c for c in element.children if c.name in AUTHENTICATION_PLUGINS]
+    others = {
+        "redeliveryPlugin",
+        "messageTracePlugin",
+        *(SECURITY_PLUGINS - AUTHENTICATION_PLUGINS),
+    }
+    plugins = reader.single_children(others | {c.name for c in authentication})
     reader.finish()
     redelivery = plugins.get("redeliveryPlugin")
     trace = plugins.get("messageTracePlugin")
+    authorization = plugins.get("authorizationPlugin")
+    security = None
+    if authentication or authorization is not None:
+        security = SecurityConfig(
+            read_authentication(context, authentication),
+            None if authorization is None else read_authorization(context, authorization),
+        )
     return (
         None if redelivery is None else _redelivery_plugin(context, redelivery),
         None if trace is None else read_message_trace(context, trace),
+        security,
     )
 
 

@@ -4,9 +4,12 @@ FerryMQ speaks STOMP on every listener it serves, so the seeds' `tcp://0.0.0.0:6
 work unchanged (DESIGN "Wire protocol"). `nio://` and `stomp+nio://` are synonyms (asyncio is
 non-blocking anyway), and so are `auto://` and `auto+nio://` (ActiveMQ's protocol detection:
 FerryMQ has STOMP only). `vm://NAME` names the broker for the clients of its own process
-(`ferrymq.client` `vm://NAME`); it opens no socket and takes no URI option. `ssl://` and
-`stomp+ssl://` parse, and the broker reports them as not served yet. In a file, a listener of an
-ActiveMQ protocol FerryMQ does not serve (`schema.UNSERVED_LISTENERS`: TLS, MQTT, AMQP, WebSocket)
+(`ferrymq.client` `vm://NAME`); it opens no socket and takes no URI option. `ssl://`,
+`stomp+ssl://`, `stomp+nio+ssl://`, `nio+ssl://`, `auto+ssl://` and `auto+nio+ssl://` are the
+same over TLS, with the broker's `<sslContext>` and the TLS options (`util.tls.LISTENER_OPTIONS`).
+`ws://` and `wss://` serve STOMP over WebSocket (`wss` with the TLS options too).
+In a file, a listener of an ActiveMQ protocol FerryMQ does not serve (`schema.UNSERVED_LISTENERS`:
+MQTT, AMQP)
 is left closed with a warning, as is an ActiveMQ transport option with no meaning here; any other
 scheme or option is an error.
 """
@@ -19,22 +22,26 @@ from ferrymq.config import schema
 from ferrymq.config.model import StompLimitsConfig, TransportConnectorConfig
 from ferrymq.config.units import parse_float, parse_int
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.util.tls import LISTENER_OPTIONS, LISTENER_SCHEMES, TlsError, listener_options
 from ferrymq.util.uri import URI
 
 __all__ = [
     "CONNECTOR_OPTIONS",
-    "PENDING_SCHEMES",
     "SERVED_SCHEMES",
     "read_transport_connectors",
     "transport_connector",
 ]
 
-SERVED_SCHEMES = frozenset({"tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio"})
-"""Listener schemes the broker serves (all speak STOMP)."""
+WEBSOCKET_SCHEMES = ("ws", "wss", "stomp+ws", "stomp+wss")
+"""STOMP over WebSocket (ActiveMQ documentation, "WebSockets"); `wss` with `<sslContext>`."""
+TLS_WEBSOCKET_SCHEMES = ("wss", "stomp+wss")
+SERVED_SCHEMES = frozenset(
+    {"tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio", *LISTENER_SCHEMES, *WEBSOCKET_SCHEMES}
+)
+"""Listener schemes the broker serves (all speak STOMP; the `+ssl` ones over TLS, `ws`/`wss`
+over WebSocket)."""
 IN_PROCESS_SCHEME = "vm"
 """The in-process connector: served, but with no address and no URI option."""
-PENDING_SCHEMES = frozenset({"ssl", "stomp+ssl"})
-"""Listener schemes that parse but are not served yet."""
 
 CONNECTOR_OPTIONS = (
     "maximumConnections",
@@ -79,7 +86,7 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
             "a listener needs a plain URI, not a composite (expected scheme://host:port)", "uri"
         )
     scheme = uri.scheme.lower()
-    if scheme not in SERVED_SCHEMES | PENDING_SCHEMES | {IN_PROCESS_SCHEME}:
+    if scheme not in SERVED_SCHEMES | {IN_PROCESS_SCHEME}:
         served = ", ".join(f"{s}://" for s in sorted(SERVED_SCHEMES))
         message = f"scheme {uri.scheme}:// is not supported; FerryMQ listens for STOMP on {served}"
         raise reader.error(message, "uri")
@@ -92,6 +99,8 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     options = dict(uri.query) if scheme in SERVED_SCHEMES else {}
     maximum = _int_option(reader, options, "maximumConnections")
     stomp = _stomp_limits(reader, options)
+    if scheme in LISTENER_SCHEMES or scheme in TLS_WEBSOCKET_SCHEMES:
+        _tls_options(reader, options)
     _other_options(reader, options)
     discovery = reader.uri("discoveryUri", "a discovery agent URI such as multicast://default")
     config = TransportConnectorConfig(
@@ -121,8 +130,18 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     return config
 
 
+def _tls_options(reader: ElementReader, options: dict[str, str]) -> None:
+    """Check a TLS listener's options now, so a typo fails `check-config`, not the start."""
+    try:
+        listener_options(options)
+    except TlsError as error:
+        raise reader.error(str(error), "uri") from None
+    for name in LISTENER_OPTIONS:
+        options.pop(name, None)
+
+
 def _not_served(context: LoadContext, element: Element) -> bool:
-    """A listener of an ActiveMQ protocol FerryMQ does not serve (MQTT, AMQP, WebSocket, TLS):
+    """A listener of an ActiveMQ protocol FerryMQ does not serve (MQTT, AMQP, the HTTP tunnel):
     accepted, left closed, and reported (docs/configuration.md)."""
     scheme = element.attributes.get("uri", "").partition(":")[0].strip().lower()
     reason = schema.UNSERVED_LISTENERS.get(scheme)

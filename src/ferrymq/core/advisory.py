@@ -268,9 +268,12 @@ class AdvisoryPublisher:
         replay: list[Message] = []
         if self._master is not None and pattern.matches(MASTER_BROKER_TOPIC):
             replay.append(self._master)
+        gate = subscription.network_filter  # a bridge hears only of demand it may serve
         for topic, body, extra in self._what_exists(subscription.consumer):
             if pattern.matches(topic):
-                replay.append(self._message(topic, body(), extra))
+                message = self._message(topic, body(), extra)
+                if gate is None or gate.admits(message):
+                    replay.append(message)
         for message in replay:
             subscription.enqueue(message, self._context.next_seq())
         subscription.dispatch()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -39,6 +40,9 @@ class NetworkFilter:
     message_ttl: int = 1
     excluded: tuple[DestinationPattern, ...] = ()
     included: tuple[DestinationPattern, ...] = ()
+    gate: Callable[[Message], bool] | None = None
+    """A further test: a bridge's consumer advisories, only of destinations its user may
+    write (``core.authorization.demand_gate``)."""
 
     def admits(self, message: Message) -> bool:
         path = message.broker_path
@@ -53,7 +57,7 @@ class NetworkFilter:
                 return False
             if self.included and not any(p.matches(destination) for p in self.included):
                 return False
-        return True
+        return self.gate is None or self.gate(message)
 
 
 def admits(

@@ -57,6 +57,8 @@ class Consumers:
 
     def add(self, state: ConnectionState, consumer: Consumer, *, start: bool) -> None:
         _check(state, consumer, self._has_destination)
+        if state.guard is not None:
+            state.guard.check_consume(consumer.destination, self._has_destination)
         destination = consumer.destination
         if destination.is_topic:
             self._subscriptions.subscribe(state, consumer)
@@ -122,6 +124,11 @@ class Consumers:
             self._context.trace_consumer(TraceKind.UNSUBSCRIBED, consumer)
         for container in containers:
             container.dispatch()
+
+    def authorize_browse(self, state: ConnectionState, browser: Consumer) -> None:
+        """A browser reads its queue (and creates nothing), checked before it is answered."""
+        if state.guard is not None:
+            state.guard.check_consume(browser.destination, lambda _: True)
 
     def browse(self, browser: Consumer) -> QueueBrowse:
         """The messages of the browser's queue held in memory that it selects, waiting or in

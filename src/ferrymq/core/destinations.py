@@ -12,6 +12,7 @@ from collections.abc import Mapping, MutableMapping
 
 from ferrymq.core import advisory
 from ferrymq.core.advisory import AdvisoryPublisher
+from ferrymq.core.authorization import ADMIN
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumers import Consumers
 from ferrymq.core.context import CoreContext, Dispatch
@@ -83,6 +84,8 @@ class Destinations:
     def create_temporary(self, state: ConnectionState, destination: Destination) -> None:
         """A temporary destination lives as long as the connection that created it."""
         if destination not in state.temporary_destinations:
+            if state.guard is not None:
+                state.guard.check(ADMIN, destination)  # tempDestinationAuthorizationEntry
             state.temporary_destinations.add(destination)
             if destination.is_topic:
                 self.topic(destination)

@@ -129,6 +129,13 @@ class Ledger:
 
     def commit(self, state: ConnectionState, transaction_id: str) -> None:
         tx = self.transaction(state, transaction_id)
+        if tx.refused is not None:
+            self.abort(state, transaction_id)
+            raise BrokerError(
+                f"Transaction {transaction_id} was rolled back: a send in it was refused "
+                f"({tx.refused})",
+                fatal=False,
+            )
         del state.transactions[transaction_id]
         for message, targets in tx.sends:
             self._route(message, targets)

@@ -11,15 +11,17 @@ The work is done by parts that share a ``CoreContext`` and never see this class:
 creates and removes queues and topics, ``routing`` takes a sent message to them, queues and topic
 subscriptions hold it (``queue``, ``topic``, ``subscriptions``), ``dispatch`` hands it out or lets
 it die, ``consumers`` adds and removes consumers, ``ledger`` settles acks and transactions,
-``advisory`` publishes advisories and ``scheduler`` delays deliveries.
+``advisory`` publishes advisories and ``scheduler`` delays deliveries; ``clients`` admits and
+removes connections, each with the guard that authorizes its commands (``authorization``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ferrymq.core import advisory, codec
+from ferrymq.core import codec
 from ferrymq.core.advisory import AdvisoryPublisher
+from ferrymq.core.clients import Clients
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import Consumer, ConsumerContainer
 from ferrymq.core.consumers import Consumers
@@ -49,6 +51,7 @@ from ferrymq.core.statistics import DestinationStatistics, destination_statistic
 from ferrymq.core.subscriptions import SubscriptionRegistry
 from ferrymq.core.topic import Topic
 from ferrymq.core.usage import SystemUsage, UsageLimits
+from ferrymq.security.api import Subject
 from ferrymq.store.base import Recovery, StoredMessage
 
 __all__ = ["AckRef", "RegionBroker", "decode_all"]
@@ -139,13 +142,22 @@ class RegionBroker:
         self.management = Management(
             context, queues, destinations, subscriptions, router, advisories
         )
-        self._ledger = Ledger(
+        self._ledger = ledger = Ledger(
             context,
             dispatcher,
             connections,
             route=router.route,
             dispatch_later=self._dispatch_later,
         )
+        self.clients = Clients(
+            context,
+            self.broker_name,
+            connections=connections,
+            client_ids=self.client_ids,
+            parts=(ledger, consumers, destinations),
+            advise=self._advise,
+        )
+        """Who is connected; its ``authorizer`` (None: allow all) authorizes new connections."""
 
     # -- the batch ----------------------------------------------------------------------------
 
@@ -254,53 +266,17 @@ class RegionBroker:
         *,
         user: str | None = None,
         remote_address: str | None = None,
+        subject: Subject | None = None,
     ) -> Outcome:
-        """Refused when another connection holds ``client_id`` (InvalidClientIDException)."""
+        """Refused when another connection holds ``client_id`` (InvalidClientIDException);
+        ``subject`` is who an ``Authenticator`` proved the client to be (its user wins)."""
         return self._decide(
-            lambda: self._add_connection(connection_id, client_id, user, remote_address)
-        )
-
-    def _add_connection(
-        self, connection_id: str, client_id: str | None, user: str | None, address: str | None
-    ) -> None:
-        if client_id is not None:
-            if client_id in self.client_ids:
-                raise BrokerError(
-                    f"Broker: {self.broker_name} - Client: {client_id} already connected"
-                )
-            self.client_ids[client_id] = connection_id
-        state = ConnectionState(
-            connection_id,
-            client_id or connection_id,
-            client_id is not None,
-            user=user,
-            remote_address=address,
-            connected_at=self._context.now_ms,
-        )
-        self.connections[connection_id] = state
-        self._advise(
-            advisory.CONNECTION_TOPIC,
-            lambda: advisory.connection_info(connection_id, state.client_id, user, address),
+            lambda: self.clients.add(connection_id, client_id, subject, user, remote_address)
         )
 
     def remove_connection(self, connection_id: str) -> Outcome:
         """Abort its transactions, close its consumers, delete its temporary destinations."""
-        return self._decide(lambda: self._remove_connection(connection_id))
-
-    def _remove_connection(self, connection_id: str) -> None:
-        state = self.connections.get(connection_id)
-        if state is None:
-            return
-        for transaction_id in list(state.transactions):
-            self._ledger.abort(state, transaction_id)
-        for subscription_id in list(state.consumers):
-            self._consumers.remove(state, subscription_id)
-        for destination in list(state.temporary_destinations):
-            self._destinations.remove(destination)
-        del self.connections[connection_id]
-        if state.explicit_client_id and self.client_ids.get(state.client_id) == connection_id:
-            del self.client_ids[state.client_id]
-        self._advise(advisory.CONNECTION_TOPIC, lambda: advisory.connection_removed(connection_id))
+        return self._decide(lambda: self.clients.remove(connection_id))
 
     # -- destinations (``destinations``) -------------------------------------------------------
 
@@ -339,7 +315,7 @@ class RegionBroker:
         before = len(store_ops)
         try:
             state = self._connection(connection_id)
-            targets = self._accept(state, message, destinations)
+            targets = self._accept(state, message, destinations, transaction)
             if transaction is not None:
                 self._ledger.transaction(state, transaction).sends.append((message, targets))
             elif not self._route(message, targets):
@@ -430,6 +406,12 @@ class RegionBroker:
         self._destinations.sweep_expired(now_ms)
 
     # -- what others read ---------------------------------------------------------------------
+
+    def authorize_browse(self, browser: Consumer) -> Outcome:
+        """Whether the browser's user may read its queue (checked before the browse starts)."""
+        return self._on(
+            browser.connection_id, lambda state: self._consumers.authorize_browse(state, browser)
+        )
 
     def browse(self, browser: Consumer) -> QueueBrowse:
         """What a queue browser sees now; the service reads the paged-out rest from the store."""

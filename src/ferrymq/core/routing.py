@@ -57,13 +57,22 @@ class Router:
         return full
 
     def accept(
-        self, state: ConnectionState, message: Message, destinations: Sequence[Destination]
+        self,
+        state: ConnectionState,
+        message: Message,
+        destinations: Sequence[Destination],
+        transaction: str | None = None,
     ) -> tuple[Destination, ...]:
-        """Check a send from ``state``'s connection and count it; returns where it goes."""
+        """Check a send from ``state``'s connection (authorized: ``core.authorization``) and
+        count it; returns where it goes."""
         targets = tuple(destinations) or (message.destination,)
         for destination in targets:
             if destination.is_temporary and not self._exists(destination):
                 raise BrokerError(f"Cannot publish to a deleted Destination: {destination}")
+        guard = state.guard
+        if guard is not None and not guard.sendable.issuperset(targets):
+            tx = state.transactions.get(transaction) if transaction is not None else None
+            guard.check_send(targets, self._exists, tx)
         message.origin_connection = state.connection_id
         state.messages_sent += 1
         if self.scheduler is not None and wants_scheduling(message):

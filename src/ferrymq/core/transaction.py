@@ -27,3 +27,6 @@ class Transaction:
     transaction_id: str
     sends: list[tuple[Message, tuple[Destination, ...]]] = field(default_factory=list)
     acks: list[TransactedAck] = field(default_factory=list)
+    refused: str | None = None
+    """Why a SEND in it was refused (``core.authorization``): its COMMIT fails, so nothing of
+    it is stored and the transaction is never half committed."""

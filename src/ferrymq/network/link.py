@@ -112,6 +112,9 @@ class NetworkBridge:
             token = config.client_id_token
             own = await connect(
                 f"vm://{local.broker_id}",
+                # ActiveMQ's bridge logs in to its own broker with the same userName/password.
+                login=config.user_name,
+                passcode=config.password,
                 # ActiveMQ's local bridge client id: durable demand lives under it.
                 client_id=f"{config.name}{token}{remote_name}{token}inbound{token}"
                 f"{local.broker_name}",

@@ -36,6 +36,7 @@ from ferrymq.service.listeners import ListenerError, Listeners, ProtocolAdapter,
 from ferrymq.service.regions import create_region
 from ferrymq.service.registry import ConnectionRegistry
 from ferrymq.service.replication import ReplicaLink
+from ferrymq.service.security import BrokerSecurity
 from ferrymq.service.snapshot import snapshot_batches
 from ferrymq.service.stores import create_store
 from ferrymq.service.timers import BrokerTimers, now_ms
@@ -83,6 +84,7 @@ class BrokerService:
         self.broker_id = config.broker_id or generate_broker_id()
         self.incarnation = f"{now_ms():x}"
         self.region = create_region(config, self.broker_id, self.incarnation)
+        self.security = BrokerSecurity.from_config(config, self.region)
         self.store = store if store is not None else create_store(config, fence)
         trace = config.message_trace
         self.trace = (
@@ -95,7 +97,7 @@ class BrokerService:
         usage = config.system_usage
         self.send_fail_if_no_space = usage.send_fail_if_no_space
         self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
-        self.connectors = Listeners([make(self) for make in adapters])
+        self.connectors = Listeners([make(self) for make in adapters], config.ssl_context)
         """The transport connectors: listeners, each served by its scheme's protocol adapter."""
         self.cluster = ClusterMembership()
         self.registry: ConnectionRegistry[BrokerConnection] = ConnectionRegistry()

@@ -30,6 +30,7 @@ from ferrymq.core.region import RegionBroker
 from ferrymq.service.adapter import ProtocolConverter
 from ferrymq.service.outbox import Outbox
 from ferrymq.service.registry import ConnectionRegistry
+from ferrymq.service.security import LoginRefusedError
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.inactivity import InactivityMonitor
 
@@ -114,6 +115,7 @@ class BrokerConnection:
         self._stall_timer: asyncio.TimerHandle | None = None
         self._monitor: InactivityMonitor | None = None
         self._open_timer: asyncio.TimerHandle | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
 
     def attach(self, converter: ProtocolConverter) -> None:
         """The adapter's converter for this connection (set once, before the socket is read)."""
@@ -207,11 +209,15 @@ class BrokerConnection:
         host.process()
 
     def refuse(self, error: BrokerError, work: object | None) -> None:
-        """Tell the client a request failed; a fatal failure ends the connection after it."""
-        self.fail(self.converter.refusal(error, work), error.message, fatal=error.fatal)
+        """Tell the client a request failed; a fatal failure ends the connection after it. A
+        failed login's answer is held back (``service.security``: repeated failures)."""
+        delay_s = error.delay_s if isinstance(error, LoginRefusedError) else 0.0
+        frame = self.converter.refusal(error, work)
+        self.fail(frame, error.message, fatal=error.fatal, delay_s=delay_s)
 
-    def fail(self, frame: bytes, reason: str, *, fatal: bool) -> None:
-        """Queue ``frame``, which reports a failure; a fatal one ends the connection after it."""
+    def fail(self, frame: bytes, reason: str, *, fatal: bool, delay_s: float = 0.0) -> None:
+        """Queue ``frame``, which reports a failure; a fatal one ends the connection after it
+        (``delay_s`` later: nothing else is handled meanwhile)."""
         log.info(
             "connection %s: ERROR %s%s", self.connection_id, reason, "" if fatal else " (kept open)"
         )
@@ -221,8 +227,16 @@ class BrokerConnection:
         # Requests handled before the fatal one keep their answers: their receipts still go
         # out (after their commit), then the failure, then the socket closes.
         self.end()
-        self.outbox.put(frame, None)
+        self.outbox.put(frame, self._hold(delay_s) if delay_s > 0 else None)
         self.close_when_flushed()
+
+    def _hold(self, delay_s: float) -> asyncio.Future[None]:
+        """A wait done ``delay_s`` from now (its timer is this connection's, cancelled when the
+        socket goes first)."""
+        loop = asyncio.get_running_loop()
+        held: asyncio.Future[None] = loop.create_future()
+        self._hold_timer = loop.call_later(delay_s, _finish, held)
+        return held
 
     def open(self, *, read_timeout_ms: int, write_interval_ms: int) -> None:
         """The protocol's handshake completed: watch the peer's heart-beats from now on."""
@@ -404,6 +418,8 @@ class BrokerConnection:
     def _teardown(self) -> None:
         """The socket is gone: forget everything, write nothing more."""
         self.end()
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
         if self.phase is Phase.CLOSED:
             return
         self.phase = Phase.CLOSED
@@ -415,3 +431,8 @@ class BrokerConnection:
         if self.transport is not None:
             self.transport.close()
         self._teardown()
+
+
+def _finish(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -4,8 +4,10 @@ A STOMP CONNECT can open three kinds of connection, told apart by FerryMQ's own 
 master/slave slave (``ferrymq.replication:true``: it gets the replication stream and nothing
 else), another broker's network bridge (``ferrymq.network-bridge``: the brokers exchange ids and
 URLs, and a cluster peer joins the list failover clients are given) or an application client.
-Any of them may ask for cluster updates (``ferrymq.cluster-updates:true``), the brokers a
-failover client may use (ActiveMQ's updateClusterClients).
+Each of them authenticates first (``service.security``: a failed login is a fatal ERROR in
+ActiveMQ's words, held back after repeated failures). Any of them may ask for cluster updates
+(``ferrymq.cluster-updates:true``), the brokers a failover client may use (ActiveMQ's
+updateClusterClients).
 """
 
 from __future__ import annotations
@@ -30,18 +32,21 @@ def choose_requests(
     headers = event.headers
     requests: RequestHandler
     extra: dict[str, str] = {}
+    transport = connection.transport
+    # Every kind of connection proves who it is first: a slave and a bridge too.
+    subject = service.security.login(transport, event.login, event.passcode)
     if headers.get(h.FERRYMQ_REPLICATION) == "true":
         name = headers.get(h.FERRYMQ_REPLICA) or connection.connection_id
         requests = ReplicationRequests(link, name)
     elif not service.accepting_clients:
         raise BrokerError("this broker is waiting for its slave to attach (waitForSlave)")
     else:
-        transport = connection.transport
         added = connection.region.add_connection(
             connection.connection_id,
             event.client_id or None,
             user=event.login,
             remote_address=transport.remote_address if transport else None,
+            subject=subject,
         )
         if added.refused is not None:
             raise added.refused  # the client id is taken

@@ -1,12 +1,14 @@
 """The STOMP connection another broker's network bridge opens (ActiveMQ's demand forwarding).
 
-It is an application client's connection with three differences: a forwarded message keeps the
+It is an application client's connection with these differences: a forwarded message keeps the
 id it was given where it was first sent (so duplicates are found across the network); a
 subscription marked ``ferrymq.network-subscription`` is demand, which carries the consumers'
 broker path (read by other bridges from the advisories) and a ``NetworkFilter`` that keeps
 messages off routes they took already or that are too long (ActiveMQ's NetworkBridgeFilter and
-networkTTL); and another broker's temporary destinations it names exist here for as long as the
-bridge's connection (bridgeTempDestinations: replies cross the network).
+networkTTL); on a broker with an authorization map, its consumer advisories tell only of
+destinations its user may write here, so it never takes a message it could not forward; and
+another broker's temporary destinations it names exist here for as long as the bridge's
+connection (bridgeTempDestinations: replies cross the network).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from ferrymq.adapters.stomp.base import StompLink
 from ferrymq.adapters.stomp.requests import ClientRequests
 from ferrymq.adapters.stomp.subscribe import int_option
+from ferrymq.core.authorization import demand_gate
 from ferrymq.core.consumer import Consumer, NetworkFilter
 from ferrymq.core.destination import Destination, DestinationError, DestinationPattern
 from ferrymq.core.errors import BrokerError
@@ -57,6 +60,13 @@ class BridgeRequests(ClientRequests):
                 int_option(headers, h.FERRYMQ_MESSAGE_TTL, 1),
                 _patterns(headers, h.FERRYMQ_NETWORK_EXCLUDED),
                 _patterns(headers, h.FERRYMQ_NETWORK_INCLUDED),
+            )
+
+    def gate_advisories(self, consumer: Consumer) -> None:
+        state = self.region.connections.get(self.connection_id)
+        if state is not None and state.guard is not None:
+            consumer.network_filter = NetworkFilter(
+                self.remote_broker_id or "", -1, gate=demand_gate(state.guard)
             )
 
 

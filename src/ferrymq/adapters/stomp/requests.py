@@ -97,6 +97,9 @@ class ClientRequests:
     def make_demand(self, consumer: Consumer, headers: dict[str, str]) -> None:
         """A bridge's demand subscription (``network.BridgeRequests``)."""
 
+    def gate_advisories(self, consumer: Consumer) -> None:
+        """A bridge's advisory subscription hears only of demand it may serve."""
+
     # -- the frames ---------------------------------------------------------------------------
 
     def _destinations(self, text: str, *, single: bool = False) -> tuple[Destination, ...]:
@@ -164,6 +167,8 @@ class ClientRequests:
         )
         if event.headers.get(h.FERRYMQ_NETWORK_SUBSCRIPTION) == "true":
             self.make_demand(consumer, event.headers)
+        elif self.forwards and consumer.destination.is_advisory:
+            self.gate_advisories(consumer)
         self.link.renderer.subscribed(consumer.subscription_id, has_id=event.id is not None)
         if consumer.browser:
             self._browse(event, consumer)
@@ -181,6 +186,9 @@ class ClientRequests:
             state is not None and subscription_id in state.consumers
         ):
             raise BrokerError(f"subscription id {subscription_id!r} is already in use")
+        refusal = self.region.authorize_browse(consumer).refused
+        if refusal is not None:
+            raise refusal
         self._browsers.add(subscription_id)
         self.link.receipt(event.receipt)
         self.link.service.browse(self.connection, consumer)

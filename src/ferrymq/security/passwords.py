@@ -1,0 +1,109 @@
+"""Stored passwords: plaintext (ActiveMQ's default, still accepted) or hashed.
+
+The hashed form, written by `ferrymq hash-password`, is
+
+    {PBKDF2-SHA256}<iterations>$<salt, base64>$<hash, base64>
+
+(PBKDF2 with HMAC-SHA-256, RFC 8018; a 16-byte random salt; a 32-byte hash). It goes wherever
+a password goes: `<authenticationUser password>`, a users.properties value, a `${...}` value.
+Every comparison takes constant time (`hmac.compare_digest`), so timing does not tell how much
+of a guess was right. Deriving a hash is deliberately slow; so that only a client's first login
+pays for it, a verified password is remembered as an HMAC under a key made when the process
+starts (never the password itself), and a later login with the same password costs one HMAC.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import threading
+
+__all__ = [
+    "DEFAULT_ITERATIONS",
+    "PREFIX",
+    "PasswordFormatError",
+    "PasswordVerifier",
+    "check_stored",
+    "hash_password",
+    "is_hashed",
+]
+
+PREFIX = "{PBKDF2-SHA256}"
+DEFAULT_ITERATIONS = 200_000
+_SALT_BYTES = 16
+_MIN_ITERATIONS = 1000
+_CACHE_LIMIT = 4096
+
+
+class PasswordFormatError(ValueError):
+    """A stored value that starts like a hash but is not one (the text never shows it)."""
+
+
+def is_hashed(stored: str) -> bool:
+    return stored.startswith(PREFIX)
+
+
+def hash_password(
+    password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
+) -> str:
+    if iterations < _MIN_ITERATIONS:
+        raise ValueError(f"at least {_MIN_ITERATIONS} iterations")
+    salt = os.urandom(_SALT_BYTES) if salt is None else salt
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, iterations)
+    encode = base64.b64encode
+    return f"{PREFIX}{iterations}${encode(salt).decode()}${encode(digest).decode()}"
+
+
+def _parse(stored: str) -> tuple[int, bytes, bytes]:
+    parts = stored[len(PREFIX) :].split("$")
+    message = f"a hashed password must read {PREFIX}<iterations>$<salt>$<hash> (base64)"
+    if len(parts) != 3 or not parts[0].isdigit():
+        raise PasswordFormatError(message)
+    try:
+        salt = base64.b64decode(parts[1], validate=True)
+        digest = base64.b64decode(parts[2], validate=True)
+    except (binascii.Error, ValueError):
+        raise PasswordFormatError(message) from None
+    iterations = int(parts[0])
+    if iterations < _MIN_ITERATIONS or not salt or len(digest) != 32:
+        raise PasswordFormatError(message)
+    return iterations, salt, digest
+
+
+def check_stored(stored: str) -> None:
+    """Raise `PasswordFormatError` for a malformed hash (when the users are loaded)."""
+    if is_hashed(stored):
+        _parse(stored)
+
+
+class PasswordVerifier:
+    """Compares what a client presented with what is stored; thread-safe."""
+
+    def __init__(self) -> None:
+        self._key = os.urandom(32)
+        self._verified: dict[tuple[str, bytes], None] = {}
+        self._lock = threading.Lock()
+
+    def verify(self, stored: str, presented: str) -> bool:
+        given = presented.encode("utf-8")
+        if not is_hashed(stored):
+            return hmac.compare_digest(stored.encode("utf-8"), given)
+        token = hmac.new(self._key, given, hashlib.sha256).digest()
+        with self._lock:
+            if (stored, token) in self._verified:
+                return True
+        try:
+            iterations, salt, digest = _parse(stored)
+        except PasswordFormatError:
+            return False
+        derived = hashlib.pbkdf2_hmac("sha256", given, salt, iterations)
+        if not hmac.compare_digest(derived, digest):
+            return False
+        with self._lock:
+            if len(self._verified) >= _CACHE_LIMIT:
+                self._verified.clear()
+            self._verified[(stored, token)] = None
+        return True
