@@ -6,6 +6,11 @@
 #   benchmarks/compare.sh                       # everything, default counts
 #   BROKERS="ferrymq activemq" benchmarks/compare.sh
 #   BENCH_ARGS="--count 20000 --warmup 2000" benchmarks/compare.sh
+#   TLS=0 benchmarks/compare.sh                 # without the TLS runs
+#
+# With TLS=1 (the default) FerryMQ and ActiveMQ also run the queue and persistent scenarios over
+# TLS (ferrymq-tls, activemq-tls): FerryMQ on an ssl:// listener, ActiveMQ on stomp+ssl://, both
+# with the same PKCS#12 keystore (a test CA and certificate made under benchmarks/work/tls).
 #
 # It installs what is missing (apt-get, pip into benchmarks/work/coilmq-venv), runs each broker in
 # the foreground under its control on free 127.0.0.1 ports with its data under benchmarks/work,
@@ -26,6 +31,10 @@ PLOT=${PLOT:-$(dirname "$OUTPUT")/img/benchmarks.png}
 START_TIMEOUT_S=${START_TIMEOUT_S:-120}
 BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-1200}
 STOP_TIMEOUT_S=30
+TLS=${TLS:-1}
+TLS_DIR=$WORK/tls
+TLS_PASSWORD=changeit
+TLS_SCENARIOS=(--scenario queue --scenario queue-persistent)
 
 BROKER_PID=""
 EPMD_PORT=""
@@ -108,16 +117,27 @@ apt_install() { # apt_install PACKAGE: install it from Debian unless present
     DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -q "$1"
 }
 
-# run_bench NAME PORT PID [bench options...]: the same scenarios for every broker.
+# make_certificates: a test CA and a server certificate for 127.0.0.1, as PKCS#12 and PEM.
+make_certificates() {
+    [[ -f "$TLS_DIR/server.p12" ]] && return 0
+    "$PY" -c 'import sys, pathlib
+from ferrymq.testing.certificates import make_certificates
+make_certificates(pathlib.Path(sys.argv[1]))' "$TLS_DIR"
+}
+
+# tls_url PORT: the ssl:// URL ferrymq bench dials, trusting the test CA.
+tls_url() { echo "ssl://127.0.0.1:$1?trustStore=$TLS_DIR/ca.pem"; }
+
+# run_bench NAME URL PID [bench options...]: the same scenarios for every broker.
 run_bench() {
-    local name=$1 port=$2 pid=$3
+    local name=$1 url=$2 pid=$3
     shift 3
     # shellcheck disable=SC2086 # BENCH_ARGS is a list of options
-    local cmd=("$PY" -m ferrymq.cli.main bench "tcp://127.0.0.1:$port" --label "$name"
+    local cmd=("$PY" -m ferrymq.cli.main bench "$url" --label "$name"
         --broker-pid "$pid" --output "$RESULTS/$name.json" $BENCH_ARGS "$@")
     printf '%s ' ferrymq "${cmd[@]:3}" | sed -e "s|$ROOT/||g" -e 's/ $//' >>"$RESULTS/$name.commands"
     echo >>"$RESULTS/$name.commands"
-    log "$name: benchmarking on port $port"
+    log "$name: benchmarking $url"
     if ! timeout "$BENCH_TIMEOUT_S" "${cmd[@]}" >"$LOGS/$name-bench.txt" 2>&1; then
         log "$name: ferrymq bench reported problems (see $LOGS/$name-bench.txt)"
     fi
@@ -126,19 +146,36 @@ run_bench() {
 }
 
 bench_ferrymq() {
-    local port admin data=$WORK/ferrymq-data
+    local port admin tls_port data=$WORK/ferrymq-data config=$WORK/ferrymq-tls.xml
     port=$(free_port)
     admin=$(free_port)
+    tls_port=$(free_port)
     rm -rf "$data"
+    make_certificates
+    # The broker's key for its ssl:// listener: the keystore ActiveMQ's sslContext uses too.
+    cat >"$config" <<XML
+<beans xmlns="http://www.springframework.org/schema/beans">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="localhost">
+    <sslContext>
+      <sslContext keyStore="$TLS_DIR/server.p12" keyStorePassword="$TLS_PASSWORD"/>
+    </sslContext>
+  </broker>
+</beans>
+XML
     # The admin API is how ferrymq bench removes the queues it created (STOMP cannot).
-    local cmd=("$PY" -m ferrymq.cli.main broker --listen "stomp://127.0.0.1:$port" --data "$data"
-        --admin "127.0.0.1:$admin")
-    echo "ferrymq broker --listen stomp://127.0.0.1:$port --data benchmarks/work/ferrymq-data --admin 127.0.0.1:$admin" \
-        >"$RESULTS/ferrymq.commands"
+    local cmd=("$PY" -m ferrymq.cli.main broker --config "$config" --listen "stomp://127.0.0.1:$port"
+        --listen "ssl://127.0.0.1:$tls_port" --data "$data" --admin "127.0.0.1:$admin")
+    printf '%s ' ferrymq "${cmd[@]:3}" | sed -e "s|$ROOT/||g" -e 's/ $//' >"$RESULTS/ferrymq.commands"
+    echo >>"$RESULTS/ferrymq.commands"
     "${cmd[@]}" >"$LOGS/ferrymq.log" 2>&1 &
     BROKER_PID=$!
     wait_port "$port" "$BROKER_PID" ferrymq || { abandon ferrymq "did not start"; return 0; }
-    run_bench ferrymq "$port" "$BROKER_PID" --admin "127.0.0.1:$admin"
+    run_bench ferrymq "tcp://127.0.0.1:$port" "$BROKER_PID" --admin "127.0.0.1:$admin"
+    if [[ "$TLS" == 1 ]]; then
+        cp "$RESULTS/ferrymq.commands" "$RESULTS/ferrymq-tls.commands"
+        run_bench ferrymq-tls "$(tls_url "$tls_port")" "$BROKER_PID" --admin "127.0.0.1:$admin" \
+            "${TLS_SCENARIOS[@]}"
+    fi
     stop_pid "$BROKER_PID"
     BROKER_PID=""
 }
@@ -146,8 +183,10 @@ bench_ferrymq() {
 bench_activemq() {
     apt_install activemq || { failed activemq "apt-get install activemq failed"; return 0; }
     command -v java >/dev/null || { failed activemq "no java on PATH"; return 0; }
-    local home=/usr/share/activemq base=$WORK/activemq port
+    local home=/usr/share/activemq base=$WORK/activemq port tls_port
     port=$(free_port)
+    tls_port=$(free_port)
+    make_certificates
     rm -rf "$base"
     mkdir -p "$base/conf" "$base/data" "$base/tmp"
     cp "$HERE/activemq/activemq.xml" "$HERE/activemq/log4j.properties" "$base/conf/"
@@ -165,6 +204,8 @@ bench_activemq() {
         --add-opens java.base/java.util.concurrent.atomic=ALL-UNNAMED
         "-Dlog4j.configuration=file:$base/conf/log4j.properties"
         "-Dbench.stomp.port=$port"
+        "-Dbench.stomp.ssl.port=$tls_port" "-Dbench.keystore=$TLS_DIR/server.p12"
+        "-Dbench.keystore.password=$TLS_PASSWORD"
         "-Dactivemq.classpath=$base/conf"
         "-Dactivemq.home=$home" "-Dactivemq.base=$base" "-Dactivemq.conf=$base/conf"
         "-Dactivemq.data=$base/data" "-Djava.io.tmpdir=$base/tmp"
@@ -174,22 +215,29 @@ bench_activemq() {
     "${cmd[@]}" >"$LOGS/activemq.log" 2>&1 &
     BROKER_PID=$!
     wait_port "$port" "$BROKER_PID" activemq || { abandon activemq "did not start (see $LOGS/activemq.log)"; return 0; }
-    run_bench activemq "$port" "$BROKER_PID"
-    wait_activemq_gc
+    run_bench activemq "tcp://127.0.0.1:$port" "$BROKER_PID"
+    wait_activemq_gc activemq 0
+    if [[ "$TLS" == 1 ]]; then
+        local removed
+        removed=$(grep -c "Inactive for longer than" "$LOGS/activemq.log" || true)
+        cp "$RESULTS/activemq.commands" "$RESULTS/activemq-tls.commands"
+        run_bench activemq-tls "$(tls_url "$tls_port")" "$BROKER_PID" "${TLS_SCENARIOS[@]}"
+        wait_activemq_gc activemq-tls "$removed"
+    fi
     stop_pid "$BROKER_PID"
     BROKER_PID=""
 }
 
-# wait_activemq_gc: ActiveMQ removes the benchmark's emptied queues itself (gcInactiveDestinations
+# wait_activemq_gc NAME BEFORE: ActiveMQ removes the benchmark's emptied queues itself (gcInactiveDestinations
 # in activemq/activemq.xml: STOMP cannot delete a queue); wait, bounded, until it has said so for
 # each, so that its store keeps none of them.
 wait_activemq_gc() {
-    local want have=0
+    local want have=0 before=$2
     want=$("$PY" -c 'import json, sys
 print(sum(d.startswith("/queue/") for d in json.load(open(sys.argv[1])).get("destinations", [])))' \
-        "$RESULTS/activemq.json" 2>/dev/null || echo 0)
+        "$RESULTS/$1.json" 2>/dev/null || echo 0)
     for ((i = 0; i < 150; i++)); do
-        have=$(grep -c "Inactive for longer than" "$LOGS/activemq.log" || true)
+        have=$(($(grep -c "Inactive for longer than" "$LOGS/activemq.log" || true) - before))
         ((have >= want)) && return 0
         sleep 0.2
     done
@@ -211,7 +259,7 @@ bench_coilmq() {
     wait_port "$port" "$BROKER_PID" coilmq || { abandon coilmq "did not start"; return 0; }
     "$venv/bin/pip" show coilmq 2>/dev/null | sed -n 's/^Version: /#   (coilmq from PyPI, version /p' \
         | sed 's/$/)/' >>"$RESULTS/coilmq.commands"
-    run_bench coilmq "$port" "$BROKER_PID"
+    run_bench coilmq "tcp://127.0.0.1:$port" "$BROKER_PID"
     stop_pid "$BROKER_PID"
     BROKER_PID=""
 }
@@ -248,7 +296,7 @@ bench_rabbitmq() {
         [[ -s "$base/pid" ]] && { beam=$(cat "$base/pid"); break; }
         sleep 0.2
     done
-    run_bench rabbitmq "$stomp_port" "$beam" --login guest --passcode guest
+    run_bench rabbitmq "tcp://127.0.0.1:$stomp_port" "$beam" --login guest --passcode guest
     stop_pid "$BROKER_PID"
     BROKER_PID=""
     stop_epmd

@@ -17,6 +17,7 @@ import pytest
 from ferrymq.cli.main import main
 from ferrymq.testing import BrokerProcess, free_port
 from ferrymq.testing.activemq import QUIET_LOG4J, ActiveMQProcess, ActiveMQUnavailableError
+from ferrymq.testing.certificates import PASSWORD, make_certificates
 
 RUN_TIMEOUT_S = 120
 
@@ -103,7 +104,16 @@ def created(activemq: ActiveMQProcess) -> list[str]:
 
 def test_activemq_in_the_comparison_keeps_nothing_either(tmp_path: Path) -> None:
     port = free_port()
-    xml = BENCH_ACTIVEMQ_XML.read_text().replace("${bench.stomp.port}", str(port))
+    tls = make_certificates(tmp_path / "tls")  # the file's stomp+ssl connector needs a key
+    properties = {
+        "${bench.stomp.port}": str(port),
+        "${bench.stomp.ssl.port}": str(free_port()),
+        "${bench.keystore}": str(tls.server.p12),
+        "${bench.keystore.password}": PASSWORD,
+    }
+    xml = BENCH_ACTIVEMQ_XML.read_text()
+    for placeholder, value in properties.items():
+        xml = xml.replace(placeholder, value)
     url = f"tcp://127.0.0.1:{port}"
 
     def activemq() -> ActiveMQProcess:

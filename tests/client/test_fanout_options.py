@@ -122,7 +122,7 @@ def test_the_url_forms_build_a_fanout_transport_over_the_agent(url: str) -> None
         ("fanout:(static:(tcp://a:1,tcp://A:1))", "minAckCount", "static: lists 1"),
         ("fanout:(static:(tcp://a:1,tcp://b:2))?minAckCount=3", "minAckCount", "lists 2"),
         ("fanout:(static:(tcp://a:1,tcp://b:2?bogus=1))", "bogus", "unknown option"),
-        ("fanout:(static:(tcp://a:1,ssl://b:2))", "ssl", "not supported here"),
+        ("fanout:(static:(tcp://a:1,udp://b:2))", "udp", "not supported here"),
         ("fanout:(tcp://a:1,tcp://b:2)", "fanout", "names one discovery agent"),
         ("fanout:()", "fanout", "names one discovery agent"),
         ("fanout://tcp://a:1", "tcp", "unknown discovery agent"),

@@ -23,8 +23,15 @@ from ferrymq.bench.report import from_json
 from ferrymq.bench.results import BenchReport, ScenarioResult
 from ferrymq.bench.scenarios import SCENARIOS
 
-ORDER = ("ferrymq", "activemq", "coilmq", "rabbitmq")
-NAMES = {"ferrymq": "FerryMQ", "activemq": "ActiveMQ", "coilmq": "coilmq", "rabbitmq": "RabbitMQ"}
+ORDER = ("ferrymq", "activemq", "coilmq", "rabbitmq", "ferrymq-tls", "activemq-tls")
+NAMES = {
+    "ferrymq": "FerryMQ",
+    "activemq": "ActiveMQ",
+    "coilmq": "coilmq",
+    "rabbitmq": "RabbitMQ",
+    "ferrymq-tls": "FerryMQ over TLS (ssl://)",
+    "activemq-tls": "ActiveMQ over TLS (stomp+ssl://)",
+}
 THROUGHPUT = ("queue", "topic", "client-individual")
 
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 DEFAULT_PORT = 61613
-URL_SCHEMES = ("tcp", "stomp")
+URL_SCHEMES = ("tcp", "stomp", "ssl", "stomp+ssl")
+TLS_SCHEMES = ("ssl", "stomp+ssl")
 
 
 class BenchOptionError(ValueError):
@@ -21,14 +22,24 @@ class Endpoint:
     port: int
     login: str | None = None
     passcode: str | None = None
+    tls: str | None = None
+    """An ``ssl://`` URL's query: its TLS options (``trustStore=...``, ``ferrymq.client.tls``);
+    None for plain TCP."""
 
     @property
     def url(self) -> str:
-        return f"tcp://{self.host}:{self.port}"
+        return f"{'tcp' if self.tls is None else 'ssl'}://{self.host}:{self.port}"
+
+
+def tls_query(text: str) -> str | None:
+    """The TLS options of an ``ssl://`` (``stomp+ssl://``) URL, None for a plain one."""
+    parts = urlsplit(text.strip())
+    return parts.query if parts.scheme in TLS_SCHEMES else None
 
 
 def parse_url(text: str) -> tuple[str, int]:
-    """``tcp://host:port``, ``stomp://host:port`` or ``host:port`` (port defaults to 61613)."""
+    """``tcp://host:port``, ``stomp://host:port`` or ``host:port`` (port defaults to 61613);
+    ``ssl://host:port?trustStore=...`` over TLS."""
     raw = text.strip()
     if "://" not in raw:
         raw = f"tcp://{raw}"

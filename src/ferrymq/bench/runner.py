@@ -16,6 +16,7 @@ import queue
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -121,7 +122,7 @@ async def _probe(endpoint: Endpoint) -> tuple[str | None, str]:
         if endpoint.login is not None:
             raise BrokerError(f"cannot connect to {endpoint.url}: {exc}") from None
         # RabbitMQ may refuse an anonymous login; try its default user before giving up.
-        guest = Endpoint(endpoint.host, endpoint.port, "guest", "guest")
+        guest = replace(endpoint, login="guest", passcode="guest")
         try:
             wire, connected = await open_wire(guest, probe_dialect, versions=PROBE_VERSIONS)
         except (OSError, BrokerError):

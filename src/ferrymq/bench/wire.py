@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, cast
+from urllib.parse import parse_qsl
 
 from ferrymq.bench.dialect import Dialect
 from ferrymq.bench.options import Endpoint
+from ferrymq.client.tls import tls_context
 from ferrymq.stomp import (
     ClientEvent,
     ClientSession,
@@ -145,6 +148,14 @@ class StompWire(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(self.closed), timeout_s)
 
 
+def _tls(endpoint: Endpoint) -> ssl.SSLContext | None:
+    """The context of an ``ssl://`` endpoint: the client library's, from its URL options."""
+    if endpoint.tls is None:
+        return None
+    _, context = tls_context("ssl", dict(parse_qsl(endpoint.tls)), url=endpoint.url)
+    return context
+
+
 async def open_wire(
     endpoint: Endpoint, dialect: Dialect, *, versions: tuple[str, ...] | None = None
 ) -> tuple[StompWire, Connected]:
@@ -152,7 +163,9 @@ async def open_wire(
     loop = asyncio.get_running_loop()
     session = ClientSession()
     _, wire = await asyncio.wait_for(
-        loop.create_connection(lambda: StompWire(session), endpoint.host, endpoint.port),
+        loop.create_connection(
+            lambda: StompWire(session), endpoint.host, endpoint.port, ssl=_tls(endpoint)
+        ),
         CONNECT_TIMEOUT_S,
     )
     login, passcode = endpoint.login, endpoint.passcode

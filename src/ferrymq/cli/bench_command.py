@@ -22,6 +22,7 @@ from ferrymq.bench import (
     to_json,
 )
 from ferrymq.bench import plot as bench_plot
+from ferrymq.bench.options import tls_query
 from ferrymq.cli.admin_client import FORMS, AdminAddressError, admin_base_url
 from ferrymq.cli.progress import Progress, add_progress_argument
 
@@ -117,7 +118,7 @@ def _add_after_run_arguments(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
     host, port = parse_url(args.url)
     return BenchOptions(
-        endpoint=Endpoint(host, port, args.login, args.passcode),
+        endpoint=Endpoint(host, port, args.login, args.passcode, tls_query(args.url)),
         scenarios=tuple(args.scenario or NAMES),
         dialect=args.dialect,
         count=args.count,

@@ -1,7 +1,7 @@
 """URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
 
-Schemes FerryMQ will support later (``ssl``) are refused by name rather
-than as unknown.
+Schemes FerryMQ will support later (``static``) are refused by name rather than as unknown.
+``ssl`` and ``stomp+ssl`` are ``tcp`` over TLS (``client.tls``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from ferrymq.client.discovery import discovery_transport
 from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.urls import failover_transport, masterslave_transport
 from ferrymq.client.fanout import fanout_transport
-from ferrymq.client.tcp import TcpTransport, tcp_options
+from ferrymq.client.tcp import TcpTransport
+from ferrymq.client.tcp_options import tcp_options
 from ferrymq.client.transport import Transport
 from ferrymq.client.vm import VmTransport
 from ferrymq.util.uri import URI, AnyURI, URIError, parse_uri
@@ -42,6 +43,8 @@ def _vm(uri: AnyURI, info: ConnectionInfo) -> Transport:
 TRANSPORTS: dict[str, TransportFactory] = {
     "tcp": _tcp,
     "stomp": _tcp,
+    "ssl": _tcp,
+    "stomp+ssl": _tcp,
     "failover": failover_transport,
     "discovery": discovery_transport,
     "masterslave": masterslave_transport,
@@ -50,7 +53,7 @@ TRANSPORTS: dict[str, TransportFactory] = {
 }
 """Schemes the client can open, lower case."""
 
-PLANNED: frozenset[str] = frozenset({"static", "ssl", "stomp+ssl"})
+PLANNED: frozenset[str] = frozenset({"static"})
 """ActiveMQ schemes FerryMQ will support, refused for now with a message saying so."""
 
 

@@ -13,18 +13,20 @@ import asyncio
 import contextlib
 import logging
 import socket
-from dataclasses import dataclass, replace
+import ssl
+from dataclasses import replace
 from typing import cast
 
 from ferrymq.client.commands import Command, ConnectionInfo, encode_command
 from ferrymq.client.errors import (
     BrokerErrorFrame,
-    BrokerURLError,
     ClientError,
     ConnectFailedError,
     ConnectionClosed,
     UsageError,
 )
+from ferrymq.client.tcp_options import TcpOptions, tcp_options
+from ferrymq.client.tls import handshake_failure
 from ferrymq.client.transport import TransportListener, TransportStatistics
 from ferrymq.stomp.client import ClientSession
 from ferrymq.stomp.encoder import HEARTBEAT_BYTES
@@ -42,74 +44,9 @@ DEFAULT_PORT = 61613
 READ_BYTES = 256 * 1024
 WRITE_HIGH_WATER_BYTES = 1024 * 1024
 """``write`` waits while more than this is queued and not yet taken by the socket."""
-MAX_INACTIVITY = "wireFormat.maxInactivityDuration"
 HEART_BEAT_GRACE = 1.5
 """Silence allowed beyond the broker's heart-beat interval before the connection counts as
 dead (stomp.py uses the same factor; ActiveMQ's broker side calls it hbGracePeriodMultiplier)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TcpOptions:
-    """The options a ``tcp://`` URL may carry, by their ActiveMQ names."""
-
-    connection_timeout_s: float | None = 30.0
-    """``connectionTimeout`` (ms, 0 = none): the TCP connect alone, as in ActiveMQ."""
-    keep_alive: bool = False
-    """``keepAlive``: SO_KEEPALIVE on the socket."""
-    tcp_no_delay: bool = True
-    """``tcpNoDelay``: TCP_NODELAY (asyncio's default; frames are already coalesced)."""
-    max_inactivity_ms: int | None = None
-    """``wireFormat.maxInactivityDuration`` (ms, 0 = off): ActiveMQ's inactivity monitor,
-    here the STOMP heart-beat both ways (``heart-beat: N,N``) in place of the connection's
-    own; seed 000 Example 2.4 sets it on every member of a failover URL."""
-
-
-def tcp_options(uri: URI) -> TcpOptions:
-    """Check a plain URL and read its options; anything unknown is an error naming it."""
-    raw = uri.raw or str(uri)
-    if uri.host is None or uri.host == "":
-        raise BrokerURLError("a host is required (tcp://HOST:PORT)", url=raw, part=raw)
-    if uri.userinfo is not None:
-        raise BrokerURLError(
-            "credentials in the URL are not supported; pass login= and passcode=",
-            url=raw,
-            part=uri.userinfo,
-        )
-    if uri.path not in ("", "/"):
-        raise BrokerURLError("a broker URL has no path", url=raw, part=uri.path)
-    options = TcpOptions()
-    for name, value in uri.query.items():
-        if name == "connectionTimeout":
-            if not (value.isascii() and value.isdigit()):
-                raise BrokerURLError(
-                    f"option connectionTimeout must be milliseconds, got {value!r}",
-                    url=raw,
-                    part=name,
-                )
-            options = replace(options, connection_timeout_s=int(value) / 1000 or None)
-        elif name == MAX_INACTIVITY:
-            if not (value.isascii() and value.isdigit()):
-                raise BrokerURLError(
-                    f"option {name} must be milliseconds, got {value!r}", url=raw, part=name
-                )
-            options = replace(options, max_inactivity_ms=int(value))
-        elif name in ("keepAlive", "tcpNoDelay"):
-            if value.lower() not in ("true", "false"):
-                raise BrokerURLError(
-                    f"option {name} must be true or false, got {value!r}", url=raw, part=name
-                )
-            flag = value.lower() == "true"
-            options = (
-                replace(options, keep_alive=flag)
-                if name == "keepAlive"
-                else replace(options, tcp_no_delay=flag)
-            )
-        else:
-            known = f"connectionTimeout, keepAlive, tcpNoDelay, {MAX_INACTIVITY}"
-            raise BrokerURLError(
-                f"unknown option {name!r} for {uri.scheme}: (known: {known})", url=raw, part=name
-            )
-    return options
 
 
 class TcpTransport:
@@ -181,7 +118,12 @@ class TcpTransport:
         # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that arrives
         # as the connection completes, and a cancelled standby keeper then never ended.
         async with asyncio.timeout(self._options.connection_timeout_s):
-            reader, writer = await asyncio.open_connection(self._host, self._port)
+            try:
+                reader, writer = await asyncio.open_connection(
+                    self._host, self._port, ssl=self._options.ssl_context
+                )
+            except ssl.SSLError as exc:
+                raise OSError(0, handshake_failure(exc)) from exc
         self._reader, self._writer = reader, writer
         self._configure_socket()
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from ferrymq.client.commands import ConnectionInfo
 from ferrymq.client.errors import BrokerURLError, ConnectFailedError
-from ferrymq.client.tcp import TcpOptions, TcpTransport
+from ferrymq.client.tcp import TcpTransport
+from ferrymq.client.tcp_options import TcpOptions
 from ferrymq.util import vm
 from ferrymq.util.uri import URI
 

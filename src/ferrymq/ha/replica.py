@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +31,7 @@ from ferrymq.store.base import (
 )
 from ferrymq.store.oplog import decode_ops
 from ferrymq.util.heartbeat import HeartBeatWatchdog
+from ferrymq.util.tls import CLIENT_SCHEMES, TlsError, cached_client_context, client_options
 from ferrymq.util.uri import URI, parse_uri
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,16 @@ class ReplicaStatistics:
     snapshots: int = 0
 
 
+def master_tls(uri: URI) -> ssl.SSLContext | None:
+    """``ssl://`` (``stomp+ssl://``) masterConnector: TLS with the client URL options."""
+    if uri.scheme.lower() not in CLIENT_SCHEMES:
+        return None
+    try:
+        return cached_client_context(client_options(uri.query))
+    except TlsError as exc:
+        raise ReplicationError(f"masterConnector {uri}: {exc}") from None
+
+
 class MasterConnector:
     def __init__(
         self,
@@ -70,6 +82,7 @@ class MasterConnector:
             raise ReplicationError(f"masterConnector: {remote_uri!r} is not tcp://host:port")
         self.remote_uri = remote_uri
         self._host, self._port = uri.host, uri.port
+        self._tls = master_tls(uri)
         self.store = store
         self.name = name
         self._login = login
@@ -108,7 +121,7 @@ class MasterConnector:
         announced = False
         while True:
             try:
-                return await asyncio.open_connection(self._host, self._port)
+                return await asyncio.open_connection(self._host, self._port, ssl=self._tls)
             except OSError as exc:
                 if not announced:
                     log.info(

@@ -34,7 +34,7 @@ class NetworkConnectorError(ValueError):
     """A connector that cannot start as configured; the message names it and why."""
 
 
-SERVICE_SCHEMES = frozenset({"failover", "tcp", "stomp"})
+SERVICE_SCHEMES = frozenset({"failover", "tcp", "stomp", "ssl", "stomp+ssl"})
 """A connector URI that names one service rather than an agent (ActiveMQ accepts these too)."""
 
 

@@ -3,8 +3,11 @@
 ActiveMQ's ``TransportConnector``: a listener on an address, a name, options (discoveryUri,
 updateClusterClients, maximumConnections), and the protocol it speaks, chosen by the URI's
 scheme (``tcp://``, ``stomp://``, ``nio://`` speak STOMP in FerryMQ, so the seeds' connectors
-work unchanged; ``amqp://`` will name the AMQP 1.0 adapter).  ``vm://`` connections of this
-process are served the same way, over one end of a socket pair.
+work unchanged; ``amqp://`` will name the AMQP 1.0 adapter). ``ws://`` and ``wss://`` serve
+their adapter over WebSocket (``transport.websocket``), one protocol frame per message.
+``ssl://``, ``stomp+ssl://``, ``stomp+nio+ssl://`` (and the other ``+ssl`` schemes) serve their
+plain scheme's adapter over TLS, with the broker's ``<sslContext>`` (``transport.tls``).
+``vm://`` connections of this process are served the same way, over one end of a socket pair.
 
 A ``vm://NAME`` transport connector opens no socket: it registers the broker under NAME for the
 clients of this process (``ferrymq.util.vm``), as ActiveMQ's binds a VM transport server under
@@ -18,14 +21,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import ssl
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from ferrymq.config.model import TransportConnectorConfig
+from ferrymq.config.tls import SslContextConfig
+from ferrymq.config.xml_transport import TLS_WEBSOCKET_SCHEMES, WEBSOCKET_SCHEMES
 from ferrymq.service.connection import BrokerConnection
 from ferrymq.service.errors import bind_error
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.tcp import TcpListener
+from ferrymq.transport.tls import LISTENER_SCHEMES, TlsError, server_context
+from ferrymq.transport.websocket import WebSocketListener
 from ferrymq.util import vm
 
 log = logging.getLogger(__name__)
@@ -64,8 +72,12 @@ def published_url(listener: TcpListener, scheme: str = "tcp") -> str:
 class Listeners:
     """The listeners one broker serves, with their configuration, in start order."""
 
-    def __init__(self, adapters: Sequence[ProtocolAdapter]) -> None:
+    def __init__(
+        self, adapters: Sequence[ProtocolAdapter], ssl_context: SslContextConfig | None = None
+    ) -> None:
         self._adapters = {scheme: adapter for adapter in adapters for scheme in adapter.schemes}
+        self._ssl_context = ssl_context
+        """The broker's ``<sslContext>``: the key of every TLS listener."""
         self.served: list[tuple[TransportConnectorConfig, TcpListener]] = []
         """Each configured listener with its configuration (discoveryUri, cluster updates)."""
         self.vm_served: list[VmConnector] = []
@@ -95,19 +107,14 @@ class Listeners:
     async def start(self, connector: TransportConnectorConfig) -> TcpListener | None:
         """Start one connector: its listener, or None for ``vm://NAME``, which has none."""
         try:
-            adapter = self.adapter(connector.scheme)
-        except ListenerError as exc:
+            adapter = self.adapter(self._plain_scheme(connector.scheme))
+            tls = self._tls(connector)
+        except (ListenerError, TlsError) as exc:
             raise ListenerError(f"transport connector {connector.display_name}: {exc}") from None
         if connector.scheme.lower() == "vm":
             self.vm_served.append(VmConnector.bind(connector, adapter))
             return None
-        listener = TcpListener(
-            connector.host or "0.0.0.0",
-            connector.port,
-            lambda: adapter.accept(connector),
-            maximum_connections=connector.maximum_connections,
-            name=connector.display_name,
-        )
+        listener = _listener(connector, adapter, tls)
         try:
             await listener.start()
         except OSError as exc:
@@ -128,6 +135,20 @@ class Listeners:
             connector.uri,
         )
         return listener
+
+    def _plain_scheme(self, scheme: str) -> str:
+        """A TLS scheme no adapter names itself (``stomp+ssl``) is its plain scheme's protocol
+        over TLS."""
+        scheme = scheme.lower()
+        if scheme not in self._adapters and scheme in LISTENER_SCHEMES:
+            return LISTENER_SCHEMES[scheme]
+        return scheme
+
+    def _tls(self, connector: TransportConnectorConfig) -> ssl.SSLContext | None:
+        scheme = connector.scheme.lower()
+        if scheme not in LISTENER_SCHEMES and scheme not in TLS_WEBSOCKET_SCHEMES:
+            return None
+        return server_context(self._ssl_context, connector.options)
 
     async def stop(self) -> None:
         for bound in reversed(self.vm_served):
@@ -152,6 +173,45 @@ class Listeners:
             connector, listener = self.served[0]
             return published_url(listener, connector.scheme)
         return None
+
+
+WEBSOCKET_HEADROOM_BYTES = 1024 * 1024
+"""How much larger than the connector's frame limit a WebSocket message may be: a frame over the
+limit by up to this much still reaches the protocol, which refuses it as it does over TCP (STOMP:
+an ERROR); a larger message fails the WebSocket (close code 1009, "message too big")."""
+
+
+def _listener(
+    connector: TransportConnectorConfig, adapter: ProtocolAdapter, tls: ssl.SSLContext | None
+) -> TcpListener:
+    """The socket listener of ``connector``: plain, TLS, or speaking WebSocket (``ws``,
+    ``wss``) with the adapter's subprotocols."""
+    host = connector.host or "0.0.0.0"
+
+    def handlers() -> BrokerConnection:
+        return adapter.accept(connector)
+
+    if connector.scheme.lower() not in WEBSOCKET_SCHEMES:
+        return TcpListener(
+            host,
+            connector.port,
+            handlers,
+            maximum_connections=connector.maximum_connections,
+            name=connector.display_name,
+            ssl_context=tls,
+        )
+    limits = connector.stomp
+    return WebSocketListener(
+        host,
+        connector.port,
+        handlers,
+        subprotocols=getattr(adapter, "websocket_subprotocols", ()),
+        max_message_bytes=(limits.max_frame_size or limits.max_data_length)
+        + WEBSOCKET_HEADROOM_BYTES,
+        maximum_connections=connector.maximum_connections,
+        name=connector.display_name,
+        ssl_context=tls,
+    )
 
 
 class VmConnector:

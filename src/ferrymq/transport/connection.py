@@ -13,6 +13,8 @@ import asyncio
 import logging
 from typing import Protocol, cast
 
+from ferrymq.transport.tls import peer_subject
+
 log = logging.getLogger(__name__)
 
 WRITE_HIGH_WATER_BYTES = 1024 * 1024
@@ -45,6 +47,9 @@ class TransportConnection(asyncio.Protocol):
         self.bytes_in = 0
         self.bytes_out = 0
         self.remote_address: str | None = None
+        self.peer_certificate_subject: str | None = None
+        """On a TLS listener: the subject DN (RFC 4514, "CN=client,O=Test") of the client
+        certificate the handshake verified; None without TLS or without a certificate."""
         self.read_activity = 0
         """Incremented on every read; the inactivity monitor compares snapshots."""
         self.write_activity = 0
@@ -59,6 +64,7 @@ class TransportConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.remote_address = f"{peer[0]}:{peer[1]}"
+        self.peer_certificate_subject = peer_subject(transport.get_extra_info("ssl_object"))
         self.handler.connection_made(self)
 
     def data_received(self, data: bytes) -> None:

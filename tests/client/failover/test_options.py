@@ -131,7 +131,7 @@ def test_bad_options_name_the_option_and_the_url(query: str, part: str, words: s
     ("url", "part", "words"),
     [
         ("failover:()", "failover", "lists no brokers"),
-        ("failover:(ssl://a:1)", "ssl", "not supported here"),
+        ("failover:(udp://a:1)", "udp", "not supported here"),
         ("failover:(failover:(tcp://a:1))", "failover:(tcp://a:1)", "not a nested"),
         ("failover:(tcp://a:1?bogus=2)", "bogus", "unknown option"),
         ("masterslave:(tcp://a:1,tcp://b:2)?randomize=true", "randomize", "no options"),

@@ -15,7 +15,8 @@ from ferrymq.client.failover.link import Link, LinkOwner
 from ferrymq.client.failover.options import FailoverOptions, inject
 from ferrymq.client.failover.policy import ReconnectPolicy
 from ferrymq.client.failover.updates import BrokerList, cluster_update, read_uri_list
-from ferrymq.client.tcp import TcpTransport, tcp_options
+from ferrymq.client.tcp import TcpTransport
+from ferrymq.client.tcp_options import tcp_options
 from ferrymq.util.uri import URI
 
 

@@ -1,7 +1,8 @@
 """``failover:`` and ``masterslave:`` URLs to transports, checked completely before connecting.
 
-Members are plain ``tcp://`` or ``stomp://`` URIs; each is checked with the ``nested.*``
-options applied, so a bad nested option fails at ``connect()`` naming the member.
+Members are plain ``tcp://`` or ``stomp://`` URIs, or the same over TLS (``ssl://``,
+``stomp+ssl://``); each is checked with the ``nested.*`` options applied, so a bad nested
+option fails at ``connect()`` naming the member.
 ``masterslave:(A,B,...)`` needs at least two members and takes no options: it is a failover
 that walks the list in order, once, and does not reconnect after a drop (reference §3.3,
 ``failover:(A,B,...)?randomize=false&maxReconnectAttempts=0``).
@@ -15,10 +16,10 @@ from ferrymq.client.commands import ConnectionInfo
 from ferrymq.client.errors import BrokerURLError
 from ferrymq.client.failover.options import FailoverOptions, failover_options, inject
 from ferrymq.client.failover.transport import FailoverTransport
-from ferrymq.client.tcp import tcp_options
+from ferrymq.client.tcp_options import tcp_options
 from ferrymq.util.uri import URI, AnyURI, CompositeURI
 
-MEMBER_SCHEMES = frozenset({"tcp", "stomp"})
+MEMBER_SCHEMES = frozenset({"tcp", "stomp", "ssl", "stomp+ssl"})
 
 
 def check_members(
@@ -37,7 +38,7 @@ def check_members(
         if member.scheme.lower() not in MEMBER_SCHEMES:
             raise BrokerURLError(
                 f"{what} member {text!r}: the {member.scheme}: transport is not supported "
-                "here (tcp:, stomp:)",
+                "here (tcp:, stomp:, ssl:, stomp+ssl:)",
                 url=url,
                 part=member.scheme,
             )

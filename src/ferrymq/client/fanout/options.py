@@ -41,7 +41,7 @@ from ferrymq.client.failover.options import (
     option_error,
 )
 from ferrymq.client.failover.policy import ReconnectPolicy
-from ferrymq.client.tcp import tcp_options
+from ferrymq.client.tcp_options import tcp_options
 from ferrymq.util.uri import URI
 
 RECONNECT_OPTIONS: Final = frozenset(

@@ -27,7 +27,8 @@ from ferrymq.client.failover.urls import MEMBER_SCHEMES
 from ferrymq.client.fanout.ledger import FanoutLedger, fans_out, for_member
 from ferrymq.client.fanout.member import Member
 from ferrymq.client.fanout.options import FanoutOptions
-from ferrymq.client.tcp import TcpTransport, tcp_options
+from ferrymq.client.tcp import TcpTransport
+from ferrymq.client.tcp_options import tcp_options
 from ferrymq.client.transport import (
     NO_TRAFFIC,
     BrokerEvent,
