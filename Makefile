@@ -30,7 +30,8 @@ test: system-deps $(STAMP) lint typecheck unit
 
 ## The tests start a throwaway PostgreSQL server, an ActiveMQ broker (multicast discovery
 ## interoperability), Spark (Java 17) and PHP's PECL stomp client (interoperability): install
-## Debian's packages for what is missing.
+## Debian's packages for what is missing. stomp.js (npm, tests/websocket/node) runs under Node
+## and in headless Chromium (chromium, chromium-driver); the tests `npm ci` it themselves.
 system-deps:
 	@missing=""; \
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -39,6 +40,11 @@ system-deps:
 	if [ ! -e /usr/share/activemq/bin/activemq.jar ]; then missing="$$missing activemq"; fi; \
 	if ! command -v java >/dev/null 2>&1; then missing="$$missing openjdk-17-jre-headless"; fi; \
 	if ! php -m 2>/dev/null | grep -qix stomp; then missing="$$missing php-cli php-stomp"; fi; \
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+		missing="$$missing nodejs npm"; \
+	fi; \
+	if [ ! -x /usr/bin/chromium ]; then missing="$$missing chromium"; fi; \
+	if [ ! -x /usr/bin/chromedriver ]; then missing="$$missing chromium-driver"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages for the tests:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

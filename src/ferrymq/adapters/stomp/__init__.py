@@ -1,5 +1,6 @@
 """STOMP, as ActiveMQ serves it: the protocol adapter of the ``tcp://``, ``stomp://``, ``nio://``
-and ``auto://`` listeners, and of ``vm://``.
+and ``auto://`` listeners, of ``ws://`` and ``wss://`` (one frame per WebSocket message), and of
+``vm://``.
 
 ``StompAdapter`` makes, for each accepted socket, a ``BrokerConnection`` with a
 ``StompConverter`` (``converter``); the converter picks a request handler at CONNECT
@@ -20,7 +21,14 @@ from ferrymq.stomp.limits import Limits
 if TYPE_CHECKING:
     from ferrymq.service.broker import BrokerService
 
-STOMP_SCHEMES = ("tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio", "vm")
+STOMP_SCHEMES = (
+    "tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio", "vm", "ws", "wss", "stomp+ws",
+    "stomp+wss",
+)  # fmt: skip
+
+WEBSOCKET_SUBPROTOCOLS = ("v12.stomp", "v11.stomp", "v10.stomp", "stomp")
+"""The WebSocket subprotocols of STOMP (stomp.js offers the first three; ActiveMQ also knows
+"stomp"). The subprotocol does not fix the version: CONNECT's accept-version does, as over TCP."""
 
 VM_GRACE = 1.5
 """Heart-beat grace of ``vm://`` connections, which have no connector to configure it."""
@@ -31,6 +39,7 @@ class StompAdapter:
 
     name = "STOMP"
     schemes = STOMP_SCHEMES
+    websocket_subprotocols = WEBSOCKET_SUBPROTOCOLS
 
     def __init__(self, service: BrokerService) -> None:
         self.service = service
