@@ -30,7 +30,8 @@ from collections.abc import Awaitable
 from typing import Self
 
 from ferrymq.adapters.stomp import StompAdapter
-from ferrymq.admin import AdminServer
+from ferrymq.admin.auth import admin_access
+from ferrymq.admin.server import AdminServer, admin_ssl_context
 from ferrymq.admin_view import AdminView
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
@@ -42,6 +43,7 @@ from ferrymq.ha.shared_file import SharedFileLocker
 from ferrymq.network import LocalBroker, NetworkService
 from ferrymq.service.broker import BrokerService
 from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError, bind_error
+from ferrymq.service.exposure import exposure_warnings
 from ferrymq.service.listeners import published_url
 from ferrymq.service.stores import create_store
 from ferrymq.store.base import MessageStore, StoreError
@@ -165,7 +167,8 @@ class Broker:
             self._starting = False
 
     async def _start(self) -> None:
-        for line in pending_features(self.config):
+        secured = self.service.security.authenticator is not None
+        for line in [*pending_features(self.config), *exposure_warnings(self.config, secured)]:
             log.warning("%s", line)
         await self._start_admin()
         if self.master_connector is not None:
@@ -187,7 +190,10 @@ class Broker:
         admin = self.config.admin
         if not admin.enabled:
             return
-        self.admin = AdminServer(AdminView(self), admin.host, admin.port)
+        security = self.service.security
+        access = admin_access(admin, security.authenticator, security.throttle)
+        tls = admin_ssl_context(admin, self.config.ssl_context)  # TlsError: one line
+        self.admin = AdminServer(AdminView(self), admin.host, admin.port, access=access, tls=tls)
         try:
             await self.admin.start()
         except OSError as exc:

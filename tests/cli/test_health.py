@@ -68,7 +68,7 @@ async def test_an_http_server_without_health_exits_1(capsys: pytest.CaptureFixtu
 
 
 async def test_a_bad_address_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _out, err = await health(capsys, "--admin", "https://127.0.0.1:8161")
+    code, _out, err = await health(capsys, "--admin", "ftp://127.0.0.1:8161")
     assert code == 2
     assert err.startswith("ferrymq health: --admin: ")
     assert err.count("\n") == 1

@@ -113,10 +113,11 @@ def test_admin_addresses_in_every_spelling(text: str, expected: tuple[str, int])
 
 
 @pytest.mark.parametrize(
-    "text", ["", "localhost", "https://127.0.0.1:8161", "http://h:1/api", "h:port", "h:70000"]
+    "text", ["", "localhost", "ftp://127.0.0.1:8161", "http://h:1/api", "h:port", "h:70000"]
 )
 def test_a_bad_admin_address_names_the_forms(text: str) -> None:
-    with pytest.raises(AdminAddressError, match=r"--admin: .*http://HOST:PORT, HOST:PORT"):
+    forms = r"--admin: .*http://HOST:PORT, https://HOST:PORT, HOST:PORT"
+    with pytest.raises(AdminAddressError, match=forms):
         parse_admin_address(text)
 
 
@@ -144,11 +145,12 @@ def test_broker_and_stat_take_the_same_admin_spellings(
 
 
 def test_a_bad_admin_address_is_one_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["stat", "--admin", "https://127.0.0.1:8161"]) == 2
+    assert main(["stat", "--admin", "ftp://127.0.0.1:8161"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("ferrymq stat: --admin: the admin API speaks plain HTTP")
+    assert err.startswith("ferrymq stat: --admin: the admin API speaks HTTP or HTTPS")
     assert main(["broker", "--admin", "nowhere", "--non-persistent"]) == 2
     assert capsys.readouterr().err == (
-        "ferrymq broker: --admin: expected http://HOST:PORT, HOST:PORT or :PORT, got 'nowhere'\n"
+        "ferrymq broker: --admin: expected http://HOST:PORT, https://HOST:PORT, HOST:PORT or "
+        ":PORT, got 'nowhere'\n"
     )

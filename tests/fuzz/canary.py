@@ -67,10 +67,12 @@ class Collector:
         wait_until_blocking(done, timeout_s, what, changed=self.cond)
 
 
-def connect(port: int, collector: Collector) -> Any:
+def connect(
+    port: int, collector: Collector, login: str | None = None, passcode: str | None = None
+) -> Any:
     conn = stomp.Connection12([("127.0.0.1", port)])
     conn.set_listener("collector", collector)
-    conn.connect(wait=False, with_connect_command=True)
+    conn.connect(login, passcode, wait=False, with_connect_command=True)
     collector.wait(lambda: collector.connected, "CONNECTED")
     return conn
 
@@ -85,8 +87,17 @@ def disconnect(conn: Any, collector: Collector) -> None:
 class Canary:
     """Subscribed to its own queue; ``round_trip`` sends one message and waits to receive it."""
 
-    def __init__(self, port: int, destination: str = "/queue/fuzz.canary") -> None:
+    def __init__(
+        self,
+        port: int,
+        destination: str = "/queue/fuzz.canary",
+        *,
+        login: str | None = None,
+        passcode: str | None = None,
+    ) -> None:
         self.port = port
+        self.login = login
+        self.passcode = passcode
         self.destination = destination
         self.listener = Collector()
         self.conn: Any = None
@@ -94,7 +105,7 @@ class Canary:
 
     def start(self) -> Canary:
         listener = self.listener
-        self.conn = connect(self.port, listener)
+        self.conn = connect(self.port, listener, self.login, self.passcode)
         self.conn.subscribe(self.destination, id="canary", ack="auto", receipt="canary-sub")
         listener.wait(lambda: "canary-sub" in listener.receipts, "SUBSCRIBE receipt")
         return self

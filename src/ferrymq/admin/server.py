@@ -13,19 +13,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Final, Self
+from urllib.parse import urlsplit
 
 import h11
 
 from ferrymq import __version__
 from ferrymq.admin.api import ROUTES
+from ferrymq.admin.auth import AdminAccess
 from ferrymq.admin.health import HEALTH_ROUTE
 from ferrymq.admin.routing import Response, Route, Router, error_response
 from ferrymq.admin.source import AdminSource, BrokerServiceView, as_source
+from ferrymq.config.model import AdminConfig
+from ferrymq.config.tls import SslContextConfig
+from ferrymq.util.tls import KeyStore, TlsError, TlsOptions, new_server_context
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +77,14 @@ class AdminServer:
         max_head_bytes: int = MAX_HEAD_BYTES,
         max_body_bytes: int = MAX_BODY_BYTES,
         max_connections: int = MAX_CONNECTIONS,
+        access: AdminAccess | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.source = as_source(service)
+        self.access = access
+        """Basic auth against the broker's users; None: the API is open (no authentication)."""
+        self.ssl_context = tls
+        """HTTPS (``--admin https://...``, ``admin_ssl_context``); None: plain HTTP."""
         self.router = Router(routes)
         self.host = host
         self._port = port
@@ -92,14 +104,17 @@ class AdminServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self._port}"
+        scheme = "http" if self.ssl_context is None else "https"
+        return f"{scheme}://{self.host}:{self._port}"
 
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("the admin server is already started")
         self._stopping = False
         # A plain (not async) callback: asyncio calls it directly and creates no task of its own.
-        self._server = await asyncio.start_server(self._accept, self.host, self._port)
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self._port, ssl=self.ssl_context
+        )
         self._port = self._server.sockets[0].getsockname()[1]
         log.info("admin API listening on %s", self.url)
 
@@ -157,8 +172,10 @@ class AdminServer:
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Requests and responses until either side ends the connection."""
         connection = h11.Connection(h11.SERVER, max_incomplete_event_size=self.max_head_bytes)
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
         while True:
-            reply = await self._next_reply(connection, reader)
+            reply = await self._next_reply(connection, reader, address)
             if reply is None:
                 return
             writer.writelines(_encode(connection, reply))
@@ -171,7 +188,7 @@ class AdminServer:
             await self._linger(reader, writer)
 
     async def _next_reply(
-        self, connection: h11.Connection, reader: asyncio.StreamReader
+        self, connection: h11.Connection, reader: asyncio.StreamReader, address: str | None
     ) -> _Reply | None:
         """Read one request and decide its answer; None when the client is gone or idle."""
         try:
@@ -190,11 +207,20 @@ class AdminServer:
         head = request.method == b"HEAD"
         if refusal is not None:
             return _Reply(refusal, head=head, close=True)
+        return _Reply(await self._answer(request, body, address), head=head)
+
+    async def _answer(self, request: h11.Request, body: bytes, address: str | None) -> Response:
+        """The response to a whole request: refused by the access rule, or routed."""
         method = request.method.decode("latin-1")
         target = request.target.decode("latin-1")
+        if self.access is not None:
+            path = urlsplit(target).path
+            authorization = _header(request, b"authorization")
+            denied = await self.access.admit(method, path, authorization, address)
+            if denied is not None:
+                return denied
         content_type = _header(request, b"content-type")
-        response = await self.router.respond(self.source, method, target, body, content_type)
-        return _Reply(response, head=head)
+        return await self.router.respond(self.source, method, target, body, content_type)
 
     async def _receive(
         self, connection: h11.Connection, reader: asyncio.StreamReader
@@ -284,3 +310,21 @@ def _content_length(request: h11.Request) -> int:
         if name == b"content-length":
             return int(value)
     return 0
+
+
+def admin_ssl_context(
+    admin: AdminConfig, ssl_config: SslContextConfig | None
+) -> ssl.SSLContext | None:
+    """The admin API's HTTPS context: the broker's ``<sslContext>`` key, as its TLS listeners
+    use it; ``TlsError`` (one line) when HTTPS is asked for and there is no key."""
+    if not admin.tls:
+        return None
+    if ssl_config is None or ssl_config.key_store is None:
+        raise TlsError(
+            "the admin API over HTTPS needs the broker's key: add <sslContext><sslContext "
+            'keyStore="broker.p12" keyStorePassword="..."/></sslContext> to <broker>'
+        )
+    key = KeyStore(
+        ssl_config.key_store, ssl_config.key_store_password, ssl_config.key_store_key_password
+    )
+    return new_server_context(TlsOptions(key_store=key))

@@ -29,6 +29,7 @@ from ferrymq.cli.properties import add_properties_option
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.errors import ConfigError
 from ferrymq.service.errors import BrokerStartError
+from ferrymq.transport.tls import TlsError
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,17 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--admin", help=f"admin HTTP listener: {FORMS} or off (default 127.0.0.1:8161)"
+    )
+    parser.add_argument(
+        "--admin-group",
+        metavar="NAME",
+        help="with authentication configured, the group allowed the admin API's write "
+        "operations (default admins; any user may read)",
+    )
+    parser.add_argument(
+        "--admin-open-metrics",
+        action="store_true",
+        help="serve the admin API's /metrics without a login (for a scraper without credentials)",
     )
     parser.add_argument(
         "--non-persistent",
@@ -84,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             config_path=args.config,
             properties=properties,
             trace=args.trace,
+            admin_group=args.admin_group,
+            admin_metrics_open=args.admin_open_metrics,
         )
     except ConfigError as exc:
         print(f"ferrymq broker: {exc}", file=sys.stderr)
@@ -96,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         failure = _run_loop(_serve(config))
-    except (BrokerStartError, ConfigError) as exc:
+    except (BrokerStartError, ConfigError, TlsError) as exc:
         log.debug("the broker cannot start", exc_info=True)
         print(f"ferrymq broker: cannot start: {exc}", file=sys.stderr)
         return 1
@@ -127,7 +141,7 @@ async def _serve(config: Any) -> str | None:
     try:
         await _run_until_signalled(broker)
         started = True
-    except (BrokerStartError, ConfigError):
+    except (BrokerStartError, ConfigError, TlsError):
         raise
     except Exception as exc:  # one line for the user; the traceback at DEBUG
         what = f"{type(exc).__name__}: {exc}"

@@ -16,7 +16,19 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ferrymq.cli.admin_client import DEFAULT_ADMIN, FORMS, AdminAddressError, admin_base_url
+from ferrymq.cli.admin_client import (
+    DEFAULT_ADMIN,
+    FORMS,
+    AdminAddressError,
+    AdminCredentials,
+    AdminCredentialsError,
+    add_credential_options,
+    admin_base_url,
+    admin_tls_context,
+    auth_headers,
+    credentials_from,
+    refused_login,
+)
 
 DEFAULT_TIMEOUT_S = 5.0
 """A probe that hangs is worse than one that fails; Docker's own default timeout is 30 s."""
@@ -40,6 +52,7 @@ def add_parser(commands: Any) -> None:
         default=DEFAULT_ADMIN,
         help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
     )
+    add_credential_options(parser)
     parser.add_argument(
         "--slave-ok",
         action="store_true",
@@ -58,7 +71,8 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         base = admin_base_url(args.admin)
-    except AdminAddressError as exc:
+        credentials = credentials_from(args)
+    except (AdminAddressError, AdminCredentialsError) as exc:
         print(f"ferrymq health: {exc}", file=sys.stderr)
         return 2
     if not args.timeout > 0:
@@ -66,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     url = base + "/health" + ("?slave_ok=1" if args.slave_ok else "")
     try:
-        status, document = fetch_health(url, base, args.timeout)
+        status, document = fetch_health(url, base, args.timeout, credentials)
     except HealthCheckError as exc:
         print(f"ferrymq health: {exc}", file=sys.stderr)
         return 1
@@ -74,14 +88,22 @@ def run(args: argparse.Namespace) -> int:
     return 0 if status == 200 else 1
 
 
-def fetch_health(url: str, base: str, timeout_s: float) -> tuple[int, dict[str, Any]]:
-    """The status and JSON body of ``GET /health``: 200 and 503 both carry the answer."""
+def fetch_health(
+    url: str, base: str, timeout_s: float, credentials: AdminCredentials | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The status and JSON body of ``GET /health``: 200 and 503 both carry the answer.
+    ``/health`` is open to probes; credentials serve a broker that protects it anyway."""
+    request = urllib.request.Request(url, headers=auth_headers(credentials))
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+        context = admin_tls_context(url)
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
             return response.status, _document(response.read(), base)
     except urllib.error.HTTPError as exc:
         with exc:
             body = exc.read()
+        login = refused_login(base, exc.code, credentials)
+        if login is not None:
+            raise HealthCheckError(login) from None
         if exc.code != 503:
             raise HealthCheckError(
                 f"the admin API at {base} answered {exc.code} {exc.reason} to /health "

@@ -13,8 +13,12 @@ from ferrymq.cli.admin_client import (
     FORMS,
     AdminAddressError,
     AdminCallError,
+    AdminCredentials,
+    AdminCredentialsError,
+    add_credential_options,
     admin_base_url,
     admin_request,
+    credentials_from,
 )
 
 
@@ -29,13 +33,14 @@ def add_parser(commands: Any) -> None:
         default=DEFAULT_ADMIN,
         help=f"the broker's admin API: {FORMS} (default {DEFAULT_ADMIN})",
     )
+    add_credential_options(parser)
     parser.add_argument("--type", choices=["queue", "topic", "temp-queue", "temp-topic"])
     parser.add_argument("--format", choices=["table", "json"], default="table")
     parser.set_defaults(run=run)
 
 
-def fetch(admin: str, path: str) -> Any:
-    return admin_request(admin.rstrip("/"), "GET", path)
+def fetch(admin: str, path: str, credentials: AdminCredentials | None = None) -> Any:
+    return admin_request(admin.rstrip("/"), "GET", path, credentials=credentials)
 
 
 def describe_role(broker: dict[str, Any]) -> str:
@@ -106,12 +111,13 @@ def run(args: argparse.Namespace) -> int:
     query = f"?type={args.type}" if args.type else ""
     try:
         admin = admin_base_url(args.admin)
-    except AdminAddressError as exc:
+        credentials = credentials_from(args)
+    except (AdminAddressError, AdminCredentialsError) as exc:
         print(f"ferrymq stat: {exc}", file=sys.stderr)
         return 2
     try:
-        broker = fetch(admin, "/api/v1/broker")
-        data = fetch(admin, "/api/v1/destinations" + query)
+        broker = fetch(admin, "/api/v1/broker", credentials)
+        data = fetch(admin, "/api/v1/destinations" + query, credentials)
     except AdminCallError as exc:
         print(f"ferrymq stat: {exc}", file=sys.stderr)
         return 1
