@@ -37,7 +37,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "core": frozenset({"store.base", "security.api"}),  # store records, the security contract
     # Pure decisions: who a connection is, what it may do (DESIGN.md "security").
     "security": frozenset({"config", "core.destination", "util"}),
-    "store": frozenset(),
+    "store": frozenset({"util.uri"}),  # one password redaction for every URL
     "transport": frozenset({"util"}),  # the heart-beat watchdog
     "config": frozenset({"util"}),
     "client": frozenset({"stomp", "util"}),

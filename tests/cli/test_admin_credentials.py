@@ -193,10 +193,12 @@ async def test_health_stays_open_for_probes(
 ) -> None:
     code, out, _ = await ferrymq(capsys, "health", "--admin", admin(broker))
     assert code == 0
-    assert out.startswith("broker secured: serving (standalone)")
+    assert out == "the broker: serving\n"  # a stranger learns the state only (issue 16)
     password.setenv("FERRYMQ_ADMIN_PASSWORD", "s3cret-reader")
-    code, _, _ = await ferrymq(capsys, "health", "--admin", admin(broker), "--admin-user", "reader")
+    argv = ("health", "--admin", admin(broker), "--admin-user", "reader")
+    code, out, _ = await ferrymq(capsys, *argv)
     assert code == 0
+    assert out.startswith("broker secured: serving (standalone)")
 
 
 def test_the_password_prompt_does_not_echo(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from ferrymq.client import (
     UsageError,
     connect,
 )
+from ferrymq.util.uri import redact_url
 
 
 async def test_connect_reports_what_the_broker_said_and_disconnects(url: str) -> None:
@@ -113,7 +114,8 @@ def test_bad_urls_are_refused_naming_the_part(bad: str, part: str, words: str) -
         connect(bad)
     assert caught.value.part == part
     assert words in str(caught.value)
-    assert bad in str(caught.value)
+    assert redact_url(bad) in str(caught.value)  # a password in it reads *** (issue 16)
+    assert "secret" not in str(caught.value)
 
 
 @pytest.mark.parametrize(

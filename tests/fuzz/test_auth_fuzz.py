@@ -91,7 +91,8 @@ def _no_throttle(broker: BrokerThread) -> None:
 
     def relax() -> None:
         assert broker.broker is not None
-        broker.broker.service.security.throttle.free_failures = 10**9
+        throttle = broker.broker.service.security.throttle
+        throttle.free_failures = throttle.address_free_failures = 10**9
 
     broker.call(relax)
 

@@ -62,8 +62,14 @@ def _unescape(value: str) -> str:
 class RawConnection:
     """One TCP connection to the broker, read frame by frame."""
 
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=READ_TIMEOUT_S)
+    def __init__(self, port: int, source: str | None = None) -> None:
+        """``source``: the local address to connect from (127.0.0.2 is loopback too, on Linux:
+        another client address)."""
+        self.sock = socket.create_connection(
+            ("127.0.0.1", port),
+            timeout=READ_TIMEOUT_S,
+            source_address=(source, 0) if source is not None else None,
+        )
         self.buffer = bytearray()
         self.eof = False
         self.escaped = False

@@ -1,7 +1,8 @@
 """Network bridges on an authenticating, authorizing broker (issue 16, item 2): a connector
-with a wrong password is refused, says so in its log and tries again; a bridge whose user may
-not write a destination on the remote broker never forwards it (it does not even hear of the
-demand), while what it may write crosses as usual."""
+with a wrong password is refused, says so in its log and tries again; so is one whose user is
+not in the broker's privileged group (a bridge is trusted with message ids and failover URLs);
+a bridge whose user may not write a destination on the remote broker never forwards it (it
+does not even hear of the demand), while what it may write crosses as usual."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ from tests.security.test_enforcement_authentication import security_xml
 WAIT_S = 15.0
 
 
-async def start_secured_b(net: BrokerNetwork, xml: str) -> None:
+async def start_secured_b(net: BrokerNetwork, xml: str, privileged: str = "admins") -> None:
     """B first, secured by ``xml``'s plugins before A's connector can reach it (the network
-    fixture gives its brokers no plugins of their own)."""
+    fixture gives its brokers no plugins of their own); ``privileged``: the group a bridge's
+    user must be in (``ferrymq broker --admin-group``)."""
     await net.start("B")
     authenticator, authorizer = security_for(parse_config(xml, "b-security.xml"))
     net["B"].service.security.use(authenticator, authorizer)
+    net["B"].service.security.privileged_group = privileged
 
 
 async def test_a_wrong_password_is_refused_logged_and_retried(
@@ -33,7 +36,10 @@ async def test_a_wrong_password_is_refused_logged_and_retried(
 ) -> None:
     caplog.set_level(logging.INFO)
     net = BrokerNetwork(tmp_path)
-    net.add("A", '<networkConnector name="to-B" uri="static:({B})" userName="user" password="x"/>')
+    net.add(
+        "A",
+        '<networkConnector name="to-B" uri="static:({B})" userName="user" password="XYZZY-wrong"/>',
+    )
     net.add("B")
     try:
         await start_secured_b(net, security_xml())
@@ -51,7 +57,7 @@ async def test_a_wrong_password_is_refused_logged_and_retried(
         refused = [r for r in caplog.records if r.getMessage().startswith("login refused")]
         assert refused
         assert "'user'" in refused[0].getMessage()
-        assert all("x" not in r.args for r in refused if isinstance(r.args, tuple))
+        assert not [r for r in caplog.records if "XYZZY" in r.getMessage()]
         assert all(b.state != "started" for b in net["A"].network.connectors[0].bridges.values())
     finally:
         await net.stop()
@@ -70,7 +76,8 @@ async def test_a_bridge_forwards_only_what_its_user_may_write(tmp_path: Path) ->
     )
     net.add("B")
     try:
-        await start_secured_b(net, security_xml(entries))
+        # The bridge's user is in the privileged group yet only in "users" for the map.
+        await start_secured_b(net, security_xml(entries), privileged="users")
         await net.start("A")
         await net.wait_for_bridges()
         consumer = await connect(net.url("B"), login="system", passcode="manager")
@@ -89,5 +96,36 @@ async def test_a_bridge_forwards_only_what_its_user_may_write(tmp_path: Path) ->
         assert net.queue_depth("A", "PRIVATE") == 3  # kept where it was sent
         bridge = next(iter(net["A"].network.connectors[0].bridges.values()))
         assert bridge.state == "started"
+    finally:
+        await net.stop()
+
+
+async def test_a_bridge_whose_user_is_not_privileged_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    net = BrokerNetwork(tmp_path)
+    net.add(
+        "A",
+        '<networkConnector name="to-B" uri="static:({B})" userName="user" password="password"/>',
+    )
+    net.add("B")
+    try:
+        await start_secured_b(net, security_xml())
+        await net.start("A")
+
+        def refusals() -> list[str]:
+            return [
+                r.getMessage()
+                for r in caplog.records
+                if "may not open a network bridge" in r.getMessage()
+            ]
+
+        await wait_until(lambda: len(refusals()) >= 2, WAIT_S, "the bridge refused and logged")
+        assert any(
+            line.startswith("user user may not open a network bridge") for line in refusals()
+        )
+        assert all(b.state != "started" for b in net["A"].network.connectors[0].bridges.values())
+        assert net["B"].service.cluster.peers == {}
     finally:
         await net.stop()

@@ -45,9 +45,11 @@ TABLE = [
     *[("user", T, ADVISORY, op, True) for op in (R, W, A)],
     ("user", Q, "USERS.>", R, True),
     ("user", Q, ">", R, False),
-    # As ActiveMQ's map: "*" stands for any element of an entry, so USERS.> grants this
-    # pattern; each destination it reaches is checked on its own when it joins.
-    ("user", Q, "*.X", R, True),
+    # A pattern gets only what every destination it could reach gets: *.X reaches FOO.X too
+    # (ActiveMQ's map would grant it, then check each destination it reaches).
+    ("user", Q, "*.X", R, False),
+    ("user", Q, "USERS.*", R, True),
+    ("guest", T, "ActiveMQ.Advisory.*", R, True),
     *[("guest", k, "GUEST.X", op, True) for k in (Q, T) for op in (R, W, A)],
     ("guest", Q, "TEST.Q", R, True),
     ("guest", Q, "TEST.Q", W, True),

@@ -87,10 +87,12 @@ def broker(tmp_path: Path) -> Iterator[BrokerThread]:
         thread.stop()
 
 
-def refused_login(port: int, login: str, passcode: str) -> tuple[str, float]:
-    """CONNECT with these credentials: the ERROR's message (the socket must close after it) and
-    how long the answer took."""
-    with RawConnection(port) as raw:
+def refused_login(
+    port: int, login: str, passcode: str, source: str | None = None
+) -> tuple[str, float]:
+    """CONNECT with these credentials (from ``source``): the ERROR's message (the socket must
+    close after it) and how long the answer took."""
+    with RawConnection(port, source) as raw:
         started = time.monotonic()
         raw.send(connect_frame("1.2", ("login", login), ("passcode", passcode)))
         replies = raw.read_until_eof(timeout_s=15)
@@ -116,13 +118,91 @@ def test_no_login_is_refused_when_authentication_is_configured(broker: BrokerThr
     ]
 
 
+def good_login(port: int, login: str, passcode: str, source: str | None = None) -> float:
+    """CONNECT that must succeed; how long CONNECTED took."""
+    with RawConnection(port, source) as raw:
+        started = time.monotonic()
+        raw.send(connect_frame("1.2", ("login", login), ("passcode", passcode)))
+        assert raw.expect("CONNECTED")
+        return time.monotonic() - started
+
+
 def test_repeated_failures_from_one_address_are_answered_later(broker: BrokerThread) -> None:
     times = [refused_login(broker.port, "user", f"guess{n}")[1] for n in range(6)]
     # The first failures are answered at once (a person mistypes); then each waits longer.
     assert max(times[:3]) < times[4] < times[5], times
-    # Another address's client is not slowed down by it; a good login still works meanwhile.
+    # Another address's client (127.0.0.2: loopback too) is not slowed down by it.
+    assert good_login(broker.port, "user", "password", source="127.0.0.2") < times[4]
+
+
+def test_a_throttled_address_waits_before_a_success_too(broker: BrokerThread) -> None:
+    """A guesser cannot take "no CONNECTED yet" for "wrong password": from a throttled address
+    the right password waits as long as a wrong one, and only that user's count is forgiven."""
+    for n in range(4):
+        refused_login(broker.port, "user", f"guess{n}")
+    # Another user's success from the same address does not reset the guessed user's count.
+    assert good_login(broker.port, "guest", "password") < 0.25
+    _, took = refused_login(broker.port, "user", "guess-again")  # the 5th: waits 0.5 s
+    assert took >= 0.5, took
+    assert good_login(broker.port, "user", "password") >= 1.0  # the 6th, right or wrong
+    assert good_login(broker.port, "user", "password") < 0.25  # forgiven
+
+
+def test_a_third_login_in_progress_from_one_address_is_refused(broker: BrokerThread) -> None:
+    for n in range(3):
+        refused_login(broker.port, "user", f"guess{n}")
+    raws = [RawConnection(broker.port) for _ in range(3)]
+    try:
+        for raw in raws:
+            raw.send(connect_frame("1.2", ("login", "user"), ("passcode", "guess")))
+        replies = [raw.read_until_eof(timeout_s=15) for raw in raws]
+    finally:
+        for raw in raws:
+            raw.close()
+    messages = sorted(r[0].message for r in replies)
+    assert messages[0] == "User name [user] or password is invalid.", messages
+    assert messages[-1].startswith("too many logins in progress from this address"), messages
+
+
+def test_the_refused_login_log_is_short_and_rate_limited(
+    broker: BrokerThread, caplog: pytest.LogCaptureFixture
+) -> None:
+    long_login = "L" * 5000
+    for _ in range(3):
+        refused_login(broker.port, long_login, "guess")
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("login refused")]
+    assert len(lines) == 1, lines
+    assert len(lines[0]) < 200, lines[0]
+    assert "'" + "L" * 64 + "'" not in lines[0]
+    assert "L" * 64 + "..." in lines[0]
+
+
+def test_only_the_privileged_group_may_bridge_or_replicate(broker: BrokerThread) -> None:
+    """A bridge or a slave gets the store, message ids and failover URLs: ``admins`` only."""
+    for header, role in (
+        (("ferrymq.network-bridge", "evil"), "open a network bridge"),
+        (("ferrymq.cluster-peer", "true"), None),
+        (("ferrymq.replication", "true"), "attach as a pure master/slave slave"),
+    ):
+        with RawConnection(broker.port) as raw:
+            headers = [("login", "user"), ("passcode", "password"), header]
+            if header[0] == "ferrymq.cluster-peer":
+                headers += [("ferrymq.network-bridge", ""), ("ferrymq.broker-url", "tcp://evil:1")]
+                role = "open a network bridge"
+            raw.send(connect_frame("1.2", *headers))
+            raw.escaped = True
+            replies = raw.read_until_eof(timeout_s=15)
+        assert [r.command for r in replies] == ["ERROR"], replies
+        assert replies[0].message.startswith(f"user user may not {role}: "), replies[0].message
+    service = broker.broker.service if broker.broker is not None else None
+    assert service is not None
+    assert broker.call(lambda: dict(service.cluster.peers)) == {}  # no failover URL was taken
     with RawConnection(broker.port) as raw:
-        raw.send(connect_frame("1.2", ("login", "user"), ("passcode", "password")))
+        raw.send(
+            connect_frame(
+                "1.2", ("login", "system"), ("passcode", "manager"), ("ferrymq.network-bridge", "b")
+            )
+        )
         assert raw.expect("CONNECTED")
 
 
@@ -199,3 +279,24 @@ def test_anonymous_access_when_the_plugin_allows_it(tmp_path: Path) -> None:
         assert message == "User name [user] or password is invalid."
     finally:
         thread.stop()
+
+
+def test_frames_sent_with_connect_wait_for_its_login(broker: BrokerThread) -> None:
+    """What a client sends right behind its CONNECT is handled only once the login is known
+    (here held back by the throttle): after CONNECTED, or never after a refusal."""
+    for n in range(3):
+        refused_login(broker.port, "user", f"guess{n}")
+    send = frame("SEND", ("destination", "/queue/behind"), ("receipt", "r1"), body=b"early")
+    service = broker.broker.service if broker.broker is not None else None
+    assert service is not None
+    for passcode, expected in (("guess", ["ERROR"]), ("password", ["CONNECTED", "RECEIPT"])):
+        with RawConnection(broker.port) as raw:
+            raw.send(connect_frame("1.2", ("login", "user"), ("passcode", passcode)) + send)
+            if expected[0] == "CONNECTED":
+                assert raw.expect("CONNECTED")
+                assert raw.expect("RECEIPT").headers["receipt-id"] == "r1"
+                continue
+            replies = raw.read_until_eof(timeout_s=15)
+        assert [r.command for r in replies] == expected, replies
+        queue = broker.call(lambda: service.region.queues.get(Destination.queue("behind")))
+        assert queue is None  # the SEND was never handled: not even before the refusal

@@ -48,5 +48,5 @@ def test_bad_input_is_one_line() -> None:
     )
     few = _run("--iterations", "5", stdin=SECRET)
     assert few.returncode == 2
-    assert "at least 1000" in few.stderr
+    assert "between 1000 and 10000000" in few.stderr
     assert "Traceback" not in empty.stderr + few.stderr

@@ -56,7 +56,8 @@ def test_tls_listeners_load(uri: str) -> None:
     ("option", "words"),
     [
         ("transport.enabledProtocols=TLSv9", "unknown protocol TLSv9"),
-        ("transport.enabledProtocols=TLSv1.1,TLSv1.3", "leaves a gap"),
+        ("transport.enabledProtocols=TLSv1.1,TLSv1.3", "TLSv1.1 is older than TLS 1.2"),
+        ("transport.enabledProtocols=TLSv1", "TLSv1 is older than TLS 1.2 and refused"),
         ("transport.enabledCipherSuites=TLS_NOPE", "unknown or unsupported cipher suite TLS_NOPE"),
         ("needClientAuth=yes", "needClientAuth must be true or false"),
     ],

@@ -80,7 +80,9 @@ def _send_over_tcp(port: int, destination: str, body: str) -> None:
 def test_stompjs_in_headless_chromium_over_ws(
     tmp_path: Path, site: str, chromium: webdriver.Chrome
 ) -> None:
-    listen = ["stomp://127.0.0.1:0", "ws://127.0.0.1:0"]
+    # A broker without authentication serves only the pages allowedOrigins names (the site's).
+    origin = site.rsplit("/", 1)[0]
+    listen = ["stomp://127.0.0.1:0", f"ws://127.0.0.1:0?allowedOrigins={origin}"]
     config = config_from_flags("localhost", tmp_path / "data", listen, "off", False)
     with BrokerThread(config) as thread:
         assert thread.broker is not None

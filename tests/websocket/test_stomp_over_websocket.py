@@ -66,7 +66,7 @@ async def test_a_client_offering_no_stomp_subprotocol_is_served_without_one(
 ) -> None:
     async with (
         ws_broker(tmp_path) as served,
-        connect(served.ws_url, origin="http://elsewhere.example") as ws,  # type: ignore[arg-type]
+        connect(served.ws_url) as ws,  # the Origin check: tests/websocket/test_origins.py
     ):
         assert ws.subprotocol is None
         await ws.send(CONNECT.format(version="1.2"))

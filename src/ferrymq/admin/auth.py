@@ -6,13 +6,18 @@ users.properties) serves both.  Any authenticated user may read (GET, HEAD); a w
 DELETE: purge, delete, move, retry, close a connection) needs membership of the admin group
 (``admins`` unless ``ferrymq broker --admin-group`` says otherwise), as ActiveMQ's example
 groups.properties names its operators.  ``/health`` stays open so container and load-balancer
-probes need no password (it tells whether the broker serves clients, nothing about its data);
+probes need no password, but without a login it says only its state and whether it serves
+clients (the reason names hosts, lock paths and the master: for users, who get it by logging in);
 ``/metrics`` needs a user unless the broker is started with ``--admin-open-metrics``
 (Prometheus sends basic auth from its scrape configuration).
 
 A missing or wrong login is answered 401 with ``WWW-Authenticate: Basic realm="FerryMQ"``,
 the same words whichever part was wrong; repeated failures from one address wait before their
-answer (``security.throttle``).  A broker without authentication keeps its admin API open.
+answer (``security.throttle``).  A waiting answer holds its connection, so one address may have
+at most ``MAX_PENDING_LOGINS`` logins in progress (checked, or waiting out their delay): a
+further request with credentials is answered 429 at once, without checking them, and its
+connection is closed, so one host cannot fill the server's connection limit with failed logins
+(and parallel guesses gain nothing).  A broker without authentication keeps its admin API open.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import binascii
 import logging
 import time
 from base64 import b64decode
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -40,6 +46,11 @@ OPEN_PATHS: Final = frozenset({"/health"})
 METRICS_PATH: Final = "/metrics"
 _NEEDED = "the admin API needs the user name and password of a broker user (HTTP basic auth)"
 _INVALID = "the user name or password is invalid"
+MAX_PENDING_LOGINS: Final = 2
+"""Logins one address may have in progress at once (a browser's retry while one answer is held
+back fits; a guesser's parallel connections do not)."""
+RETRY_AFTER_S: Final = 5
+"""``Retry-After`` of a 429: the throttle's longest delay, by which a pending answer is sent."""
 
 
 @dataclass
@@ -50,23 +61,49 @@ class AdminAccess:
     admin_group: str = DEFAULT_ADMIN_GROUP
     metrics_open: bool = False
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    max_pending_logins: int = MAX_PENDING_LOGINS
+    _pending: Counter[str | None] = field(default_factory=Counter, init=False, repr=False)
+
+    def pending(self, address: str | None) -> int:
+        """Logins from ``address`` in progress (waiting out the throttle or being checked)."""
+        return self._pending[address]
 
     async def admit(
         self, method: str, path: str, authorization: str | None, address: str | None
     ) -> Response | None:
-        if path in OPEN_PATHS or (self.metrics_open and path == METRICS_PATH):
+        if authorization is None and (
+            path in OPEN_PATHS or (self.metrics_open and path == METRICS_PATH)
+        ):
             return None
         if authorization is None:
             return error_response(401, _NEEDED, CHALLENGE)
+        if self._pending[address] >= self.max_pending_logins:
+            return _too_many_logins(address, self.max_pending_logins)
+        self._pending[address] += 1
+        try:
+            return await self._login(method, path, authorization, address)
+        finally:
+            self._pending[address] -= 1
+            if self._pending[address] <= 0:
+                del self._pending[address]
+
+    async def _login(
+        self, method: str, path: str, authorization: str, address: str | None
+    ) -> Response | None:
+        """Wait out the throttle, check the credentials, then apply the group rule. The wait
+        comes first, for a right password as for a wrong one, as on the broker's own logins:
+        a guesser learns nothing sooner by how fast an answer comes."""
+        login, _ = _basic_credentials(authorization)
+        wait_s = self.throttle.wait_s(address, login, time.monotonic())
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
         # A hashed password is slow to check on purpose: off the loop, so that a guesser
         # never stalls the broker (the built-in authenticators are thread-safe).
         subject = await asyncio.to_thread(self._subject, authorization, address)
         if subject is None:
-            delay_s = self.throttle.failed(address, time.monotonic())
-            if delay_s > 0:
-                await asyncio.sleep(delay_s)
+            self.throttle.failed(address, time.monotonic(), login)
             return error_response(401, _INVALID, CHALLENGE)
-        self.throttle.succeeded(address)
+        self.throttle.succeeded(address, login)
         if method in READ_METHODS or self.admin_group in subject.groups:
             return None
         message = (
@@ -88,6 +125,16 @@ class AdminAccess:
         except AuthenticationError:
             log.info("admin API: failed login for user %r from %s", login, address)
             return None
+
+
+def _too_many_logins(address: str | None, limit: int) -> Response:
+    """429 (RFC 6585) with ``Connection: close``: the server closes the connection after it."""
+    message = (
+        f"too many logins in progress from {address or 'this client'} (at most {limit} at once): "
+        "wait for their answers before sending another"
+    )
+    headers = (("Retry-After", str(RETRY_AFTER_S)), ("Connection", "close"))
+    return error_response(429, message, headers)
 
 
 def _basic_credentials(authorization: str) -> tuple[str | None, str]:

@@ -11,6 +11,10 @@ A slave is alive and doing its job, yet must not get clients.  ``?slave_ok=1`` a
 a slave too, so one endpoint serves both questions an orchestrator asks: "send it clients?"
 (readiness, plain ``/health``) and "is the process fine, or restart it?" (liveness,
 ``/health?slave_ok=1``).
+
+A probe needs no login, and a stranger learns only the state: the reason names lock paths,
+database hosts and the master's URL, so it is for a logged-in user (or every caller of a broker
+without authentication), as is the broker's name and id.
 """
 
 from __future__ import annotations
@@ -153,6 +157,8 @@ def get_health(source: AdminSource, request: Request) -> Response:
     statistics = source.statistics()
     health = assess(statistics)
     status = 200 if health.passes(slave_ok=slave_ok) else 503
+    if not request.identified:
+        return json_response({"state": health.state.value, "serving": health.serving}, status)
     return json_response(health_document(statistics, health), status)
 
 

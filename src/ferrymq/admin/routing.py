@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from typing import Final
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -37,6 +37,9 @@ class Request:
     body: bytes = b""
     content_type: str | None = None
     """The request's ``Content-Type`` (a write must say ``application/json``)."""
+    identified: bool = True
+    """False for a request that reached an open path (``/health``) without a login while the
+    broker has users: it gets only what a stranger may know."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +144,16 @@ class Router:
         target: str,
         body: bytes = b"",
         content_type: str | None = None,
+        *,
+        identified: bool = True,
     ) -> Response:
         """Answer one request, awaiting a write's handler; never raises (a failure is a 500)."""
         found = self._resolve(method, target, body, content_type)
         if isinstance(found, Response):
             return found
         handler, request = found
+        if not identified:
+            request = replace(request, identified=False)
         try:
             response = handler(source, request)
             return response if isinstance(response, Response) else await response

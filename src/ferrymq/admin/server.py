@@ -46,7 +46,8 @@ and 60 s for those; a Prometheus scrape reconnects cheaply)."""
 WRITE_TIMEOUT_S: Final = 30.0
 """Time for a response to leave the socket buffer before the connection is dropped."""
 MAX_CONNECTIONS: Final = 64
-"""Open admin connections; one more is answered 503 and closed."""
+"""Open admin connections; one more is answered 503 and closed. Logins held back by the throttle
+take at most ``admin.auth.MAX_PENDING_LOGINS`` of them per client address (extras: 429)."""
 LINGER_TIMEOUT_S: Final = 2.0
 """After an error answer to a request not read to its end, how long to drain what the client
 still sends, so the close does not reset the connection before it read the error (RFC 9112
@@ -213,14 +214,18 @@ class AdminServer:
         """The response to a whole request: refused by the access rule, or routed."""
         method = request.method.decode("latin-1")
         target = request.target.decode("latin-1")
+        identified = True
         if self.access is not None:
             path = urlsplit(target).path
             authorization = _header(request, b"authorization")
             denied = await self.access.admit(method, path, authorization, address)
             if denied is not None:
                 return denied
+            identified = authorization is not None
         content_type = _header(request, b"content-type")
-        return await self.router.respond(self.source, method, target, body, content_type)
+        return await self.router.respond(
+            self.source, method, target, body, content_type, identified=identified
+        )
 
     async def _receive(
         self, connection: h11.Connection, reader: asyncio.StreamReader

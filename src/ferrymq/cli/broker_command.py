@@ -199,8 +199,8 @@ async def _announce(broker: Broker, name: str) -> None:
         elif role is Role.WAITING:
             lock = broker.locker.status().resource if broker.locker is not None else "?"
             print(f"broker {name} is a slave, waiting for the lock {lock}", flush=True)
-        elif role is Role.REPLICATING and broker.master_connector is not None:
-            master = broker.master_connector.remote_uri
+        elif role is Role.REPLICATING and broker.replica is not None:
+            master = broker.replica.remote_uri  # without the passwords of its URL
             print(f"broker {name} is a slave, replicating from {master}", flush=True)
         elif role is Role.WAITING_FOR_SLAVE:
             print(

@@ -13,7 +13,7 @@ import getpass
 import sys
 from typing import Any
 
-from ferrymq.security.passwords import DEFAULT_ITERATIONS, hash_password
+from ferrymq.security.passwords import DEFAULT_ITERATIONS, MAX_ITERATIONS, hash_password
 
 _MIN_ITERATIONS = 1000
 
@@ -37,7 +37,7 @@ def add_parser(commands: Any) -> None:
         type=int,
         default=DEFAULT_ITERATIONS,
         help=f"PBKDF2 iterations: more is slower to guess and to check (default "
-        f"{DEFAULT_ITERATIONS}, at least {_MIN_ITERATIONS})",
+        f"{DEFAULT_ITERATIONS}, at least {_MIN_ITERATIONS}, at most {MAX_ITERATIONS})",
     )
     parser.set_defaults(run=run)
 
@@ -53,9 +53,10 @@ def _read_password() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.iterations < _MIN_ITERATIONS:
+    if not _MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
         print(
-            f"ferrymq hash-password: --iterations must be at least {_MIN_ITERATIONS}",
+            f"ferrymq hash-password: --iterations must be between {_MIN_ITERATIONS} and "
+            f"{MAX_ITERATIONS}",
             file=sys.stderr,
         )
         return 2

@@ -137,4 +137,6 @@ def describe(document: dict[str, Any]) -> str:
     state, role = document.get("state"), document.get("role")
     role_text = f" ({role})" if role and role != state else ""
     reason = f": {document['reason']}" if document.get("reason") else ""
-    return f"broker {document.get('broker')}: {state}{role_text}{reason}"
+    # A broker with users tells a caller without a login its state only (docs/monitoring.md).
+    who = f"broker {document['broker']}" if document.get("broker") else "the broker"
+    return f"{who}: {state}{role_text}{reason}"

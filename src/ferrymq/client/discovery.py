@@ -37,7 +37,7 @@ from ferrymq.client.failover.urls import check_members
 from ferrymq.client.transport import TransportListener, TransportStatistics
 from ferrymq.stomp.events import Connected
 from ferrymq.util.backoff import ExponentialBackOff
-from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri
+from ferrymq.util.uri import URI, AnyURI, CompositeURI, URIError, parse_uri, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,9 @@ class StaticDiscoveryAgent:
 
     def register_service(self, uri: str) -> None:
         # Nothing to advertise to: a static list lives in its users' URLs (as in ActiveMQ).
-        log.info("static discovery: %s is not advertised (a static agent only lists)", uri)
+        log.info(
+            "static discovery: %s is not advertised (a static agent only lists)", redact_url(uri)
+        )
 
     async def start(self, listener: DiscoveryListener | None) -> None:
         self._listener = listener
@@ -130,7 +132,11 @@ class StaticDiscoveryAgent:
         else:
             service.failures = 1
         if options.max_reconnect_attempts and service.failures > options.max_reconnect_attempts:
-            log.warning("static discovery: giving up %s after %d failures", uri, service.failures)
+            log.warning(
+                "static discovery: giving up %s after %d failures",
+                redact_url(uri),
+                service.failures,
+            )
             return
         service.retry = asyncio.get_running_loop().create_task(
             self._announce_later(service, self.delay_ms(service.failures) / 1000)
@@ -208,10 +214,10 @@ def _service_uri(text: str) -> URI | None:
     try:
         parsed = parse_uri(text)
     except URIError as exc:
-        log.warning("discovery: ignoring service %r: %s", text, exc)
+        log.warning("discovery: ignoring service %s: %s", redact_url(repr(text)), exc)
         return None
     if not isinstance(parsed, URI):
-        log.warning("discovery: ignoring service %r: not a broker URI", text)
+        log.warning("discovery: ignoring service %s: not a broker URI", redact_url(repr(text)))
         return None
     return parsed
 

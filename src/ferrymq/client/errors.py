@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ferrymq.stomp.events import ErrorEvent
+from ferrymq.util.uri import redact_url
 
 
 @dataclass(eq=False)
@@ -113,7 +114,7 @@ class ConnectFailedError(ClientError):
     attempts: tuple[ConnectAttempt, ...] = ()
 
     def __str__(self) -> str:
-        return f"cannot connect to {self.url}: {self.message}"
+        return redact_url(f"cannot connect to {self.url}: {self.message}")
 
 
 @dataclass(eq=False)
@@ -124,7 +125,7 @@ class BrokerURLError(ClientError, ValueError):
     part: str = ""
 
     def __str__(self) -> str:
-        return f"{self.message} in {self.url!r}"
+        return redact_url(f"{self.message} in {self.url!r}")
 
 
 @dataclass(eq=False)

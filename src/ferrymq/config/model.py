@@ -19,7 +19,7 @@ from ferrymq.config.persistence import KahaDBConfig, PersistenceConfig
 from ferrymq.config.policy import PolicyEntry, PolicyMap, RedeliveryPluginConfig
 from ferrymq.config.security import SecurityConfig
 from ferrymq.config.tls import SslContextConfig
-from ferrymq.util.uri import URI, AnyURI
+from ferrymq.util.uri import URI, AnyURI, redact_url
 
 __all__ = [
     "AdminConfig",
@@ -53,7 +53,7 @@ class StompLimitsConfig:
 class TransportConnectorConfig:
     """One `<transportConnector>`: a listener. `tcp://` and `stomp://` both speak STOMP."""
 
-    uri: str
+    uri: str = field(repr=False)  # may hold a password; repr shows `parsed_uri`, redacted
     """`uri` as written, e.g. `tcp://0.0.0.0:61616?maximumConnections=1000`. Required."""
     parsed_uri: URI
     """`uri` parsed: scheme, host, port and query options."""
@@ -105,7 +105,7 @@ class TransportConnectorConfig:
 
     @property
     def display_name(self) -> str:
-        return self.name or self.uri
+        return self.name or redact_url(self.uri)
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class MasterConnectorConfig:
     """`<services><masterConnector>` or the broker's `masterConnectorURI`: this broker is the
     slave of a pure master/slave pair and replicates from the master (seed 002 chapter 4)."""
 
-    remote_uri: str
+    remote_uri: str = field(repr=False)  # ssl:// options may hold keyStorePassword
     """`remoteURI` (or `masterConnectorURI`): the master's transport connector."""
     user_name: str | None = None
     """`userName`, when the master requires authentication."""

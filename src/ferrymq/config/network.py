@@ -32,7 +32,7 @@ class DestinationRef:
 class NetworkConnectorConfig:
     """One `<networkConnector>`: a bridge (or several, one per discovered broker) to peers."""
 
-    uri: str
+    uri: str = field(repr=False)  # may hold a password; repr shows `parsed_uri`, redacted
     """`uri` as written: a discovery agent URI such as `static:(tcp://host:61616)`,
     `masterslave:(tcp://a:61616,tcp://b:61616)` or `multicast://default`. Required."""
     parsed_uri: AnyURI

@@ -131,7 +131,7 @@ class DataSourceConfig:
     """The bean's `id`."""
     class_name: str
     """The bean's `class`, e.g. `org.apache.commons.dbcp2.BasicDataSource`."""
-    url: str | None = None
+    url: str | None = field(default=None, repr=False)  # may hold a password
     """`url` (or `jdbcUrl`; built from serverName/portNumber/databaseName for PGSimpleDataSource).
     `jdbc:postgresql://host:port/db` and `postgresql://...` are what the PostgreSQL store takes;
     other URLs are kept as written and rejected by the store with a clear error."""

@@ -33,7 +33,7 @@ from ferrymq.config import schema
 from ferrymq.config.errors import ConfigError, Location
 from ferrymq.config.model import IgnoredElement
 from ferrymq.config.units import parse_bool, parse_float, parse_int, parse_size
-from ferrymq.util.uri import AnyURI, URIError, parse_uri
+from ferrymq.util.uri import AnyURI, URIError, parse_uri, redact_url
 
 __all__ = ["Element", "ElementReader", "LoadContext", "read_document"]
 
@@ -60,7 +60,8 @@ class Element:
             )
         if shown is None:
             return f"<{self.name}>"
-        value = self.attributes[shown]
+        # An error names the element: a password in it (or in a URL) must not go with it.
+        value = "***" if shown.lower().endswith("password") else redact_url(self.attributes[shown])
         if len(value) > 80:
             value = value[:77] + "..."
         return f'<{self.name} {shown}="{value}">'

@@ -22,6 +22,7 @@ from ferrymq.config import schema
 from ferrymq.config.model import StompLimitsConfig, TransportConnectorConfig
 from ferrymq.config.units import parse_float, parse_int
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.util.origins import ALLOWED_ORIGINS_OPTION, OriginPolicy
 from ferrymq.util.tls import LISTENER_OPTIONS, LISTENER_SCHEMES, TlsError, listener_options
 from ferrymq.util.uri import URI
 
@@ -101,6 +102,7 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     stomp = _stomp_limits(reader, options)
     if scheme in LISTENER_SCHEMES or scheme in TLS_WEBSOCKET_SCHEMES:
         _tls_options(reader, options)
+    _origins_option(reader, scheme, options)
     _other_options(reader, options)
     discovery = reader.uri("discoveryUri", "a discovery agent URI such as multicast://default")
     config = TransportConnectorConfig(
@@ -138,6 +140,20 @@ def _tls_options(reader: ElementReader, options: dict[str, str]) -> None:
         raise reader.error(str(error), "uri") from None
     for name in LISTENER_OPTIONS:
         options.pop(name, None)
+
+
+def _origins_option(reader: ElementReader, scheme: str, options: dict[str, str]) -> None:
+    """`allowedOrigins`: the browser pages a WebSocket listener serves (`util.origins`)."""
+    if ALLOWED_ORIGINS_OPTION not in options:
+        return
+    text = options.pop(ALLOWED_ORIGINS_OPTION)
+    if scheme not in WEBSOCKET_SCHEMES:
+        message = f"URI option {ALLOWED_ORIGINS_OPTION} applies to ws:// and wss:// listeners only"
+        raise reader.error(message, "uri")
+    try:
+        OriginPolicy.parse(text)
+    except ValueError as error:
+        raise reader.error(f"URI option {ALLOWED_ORIGINS_OPTION}: {error}", "uri") from None
 
 
 def _not_served(context: LoadContext, element: Element) -> bool:

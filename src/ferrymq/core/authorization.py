@@ -11,6 +11,17 @@ and pays nothing. The rules are ActiveMQ's:
   wildcard creates nothing) needs ADMIN on it, checked after the WRITE or READ;
 - a temporary destination's creation needs ADMIN on it, its use READ or WRITE (the map answers
   those from its ``tempDestinationAuthorizationEntry``);
+- a wildcard needs the operation on the pattern itself (the map grants a pattern only what it
+  grants every destination the pattern could reach), and each destination it reaches is checked
+  again, as ActiveMQ's ``AuthorizationDestinationFilter`` does: a wildcard consumer joins only
+  the destinations it may read (existing ones when it subscribes, new ones as they are created;
+  another is skipped silently), and never another connection's temporary destination; a
+  wildcard SEND needs WRITE on every destination it reaches, or it is refused whole, naming
+  the first refused one, and nothing is stored (as a composite send: ActiveMQ checks only the
+  pattern, FerryMQ never half delivers a send);
+- a consumer on another connection's temporary destination is refused ("Cannot subscribe to
+  remote temporary destination", ActiveMQ's words) unless it is a network bridge's demand
+  (bridges mirror the other broker's temporary destinations);
 - what the broker itself publishes (advisories, dead letters) is never checked;
 - another broker's network bridge hears of demand (consumer advisories) only for destinations
   its user may write here (``demand_gate``), so it never takes a message it cannot forward.
@@ -27,7 +38,8 @@ new destinations cannot grow it without end.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
+from typing import Protocol
 
 from ferrymq.core.destination import Destination, DestinationError
 from ferrymq.core.errors import BrokerError
@@ -86,16 +98,21 @@ class ConnectionGuard:
         targets: Iterable[Destination],
         exists: Callable[[Destination], bool],
         transaction: Transaction | None,
+        expand: Callable[[Destination], Iterable[Destination]] = lambda _: (),
     ) -> None:
-        """WRITE on every target (ADMIN on one it creates); a refusal dooms ``transaction``.
-        A target the user may also create joins ``sendable``; one it may only write is checked
-        for existence at each SEND (it must not be created by it)."""
+        """WRITE on every target (ADMIN on one it creates), and on every destination a wildcard
+        target reaches (``expand``); a refusal dooms ``transaction``. A target the user may also
+        create joins ``sendable`` (never a wildcard: what it reaches changes); one it may only
+        write is checked for existence at each SEND (it must not be created by it)."""
         try:
             for target in targets:
                 if target in self.sendable:
                     continue
                 self.check(WRITE, target)
-                if self.permits(ADMIN, target):
+                if target.is_wildcard:
+                    for reached in expand(target):
+                        self.check(WRITE, reached)
+                elif self.permits(ADMIN, target):
                     self.sendable.add(target)
                 elif _creates(target, exists):
                     self.check(ADMIN, target)
@@ -117,6 +134,43 @@ def _creates(destination: Destination, exists: Callable[[Destination], bool]) ->
     """Whether using ``destination`` creates it (a wildcard creates nothing; a temporary one is
     created explicitly, with its own ADMIN check)."""
     return not (destination.is_wildcard or destination.is_temporary or exists(destination))
+
+
+class Owner(Protocol):
+    """What a consumer's connection (``ConnectionState``) tells about what it may join."""
+
+    @property
+    def guard(self) -> ConnectionGuard | None: ...
+
+    @property
+    def temporary_destinations(self) -> Set[Destination]: ...
+
+
+def _foreign(state: Owner | None, network: bool, destination: Destination) -> bool:
+    """Whether ``destination`` is a temporary destination another connection made (a network
+    bridge's demand owns none: it consumes the ones it mirrors from the other broker)."""
+    if not destination.is_temporary or network:
+        return False
+    return state is None or destination not in state.temporary_destinations
+
+
+def may_join(state: Owner | None, network: bool, destination: Destination) -> bool:
+    """Whether a wildcard consumer of ``state``'s connection (None: a durable subscription whose
+    user is away) joins ``destination``, one its pattern matches: READ on it, and a temporary
+    destination only of its own connection (or a network bridge's demand)."""
+    if _foreign(state, network, destination):
+        return False
+    guard = state.guard if state is not None else None
+    return guard is None or guard.permits(READ, destination)
+
+
+def check_temporary_owner(state: Owner, network: bool, destination: Destination) -> None:
+    """Refuse a consumer on another connection's temporary destination (ActiveMQ's words)."""
+    if _foreign(state, network, destination):
+        raise BrokerError(
+            f"Cannot subscribe to remote temporary destination: {destination.qualified}",
+            fatal=False,
+        )
 
 
 def guard_for(authorizer: Authorizer | None, subject: Subject | None) -> ConnectionGuard | None:

@@ -1,9 +1,9 @@
 """Adding, removing and browsing consumers: ActiveMQ's ``addConsumer``/``removeConsumer``.
 
-A queue consumer joins its queue (a wildcard one every queue it matches, those created later
-included); a topic consumer gets a subscription from the ``SubscriptionRegistry``. Each arrival and
-departure is advised, and a consumer that leaves gives its unacknowledged messages back for
-redelivery.
+A queue consumer joins its queue (a wildcard one every queue it matches and may read, those
+created later included: ``core.authorization.may_join``); a topic consumer gets a subscription
+from the ``SubscriptionRegistry``. Each arrival and departure is advised, and a consumer that
+leaves gives its unacknowledged messages back for redelivery.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from ferrymq.core import advisory
 from ferrymq.core.advisory import AdvisoryPublisher
+from ferrymq.core.authorization import check_temporary_owner, may_join
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.context import CoreContext
@@ -50,22 +51,30 @@ class Consumers:
         self._wildcard_queue_consumers: list[Consumer] = []
 
     def attach_wildcards(self, queue: Queue) -> None:
-        """A new queue gets the wildcard consumers that match it."""
+        """A new queue gets the wildcard consumers that match it and may read it."""
+        destination = queue.destination
         for consumer in self._wildcard_queue_consumers:
-            if consumer.pattern.matches(queue.destination):
+            if consumer.pattern.matches(destination) and may_join(
+                self._connections.get(consumer.connection_id), consumer.network, destination
+            ):
                 queue.add_consumer(consumer)
 
     def add(self, state: ConnectionState, consumer: Consumer, *, start: bool) -> None:
         _check(state, consumer, self._has_destination)
-        if state.guard is not None:
-            state.guard.check_consume(consumer.destination, self._has_destination)
         destination = consumer.destination
+        if state.guard is not None:
+            state.guard.check_consume(destination, self._has_destination)
+        check_temporary_owner(state, consumer.network, destination)
         if destination.is_topic:
             self._subscriptions.subscribe(state, consumer)
         else:
             if destination.is_wildcard:
                 self._wildcard_queue_consumers.append(consumer)
-                queues = [q for d, q in self._queues.items() if consumer.pattern.matches(d)]
+                queues = [
+                    q
+                    for d, q in self._queues.items()
+                    if consumer.pattern.matches(d) and may_join(state, consumer.network, d)
+                ]
             else:
                 queues = [self._queue(destination)]
             for queue in queues:

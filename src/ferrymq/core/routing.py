@@ -3,7 +3,8 @@
 On its way a message meets duplicate detection (ActiveMQ's ``ActiveMQMessageAudit``: a producer
 message id seen before is dropped), the scheduler (``AMQ_SCHEDULED_*``: ActiveMQ's
 ``SchedulerBroker`` holds the message back as a job), and fan-out: a composite send names several
-destinations, and a wildcard one reaches every existing destination it matches.
+destinations, and a wildcard one reaches every existing destination it matches (each checked for
+WRITE when the send is accepted: ``core.authorization``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class Router:
         guard = state.guard
         if guard is not None and not guard.sendable.issuperset(targets):
             tx = state.transactions.get(transaction) if transaction is not None else None
-            guard.check_send(targets, self._exists, tx)
+            guard.check_send(targets, self._exists, tx, self._targets)
         message.origin_connection = state.connection_id
         state.messages_sent += 1
         if self.scheduler is not None and wants_scheduling(message):
@@ -121,9 +122,11 @@ class Router:
             self._queue(destination).offer(message, seq)
 
     def _targets(self, destination: Destination) -> list[Destination]:
-        """A wildcard send goes to every existing destination it matches (ActiveMQ)."""
+        """A wildcard send goes to every existing destination it matches (ActiveMQ), but never
+        to a temporary one: in ActiveMQ those live in regions of their own, which a queue or
+        topic pattern does not reach."""
         if not destination.is_wildcard:
             return [destination]
         pattern = DestinationPattern(destination)
         pool: Iterable[Destination] = self._topics if destination.is_topic else self._queues
-        return [d for d in pool if pattern.matches(d) and not d.is_advisory]
+        return [d for d in pool if pattern.matches(d) and not d.is_advisory and not d.is_temporary]

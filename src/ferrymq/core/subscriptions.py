@@ -2,14 +2,16 @@
 
 A durable subscription outlives its consumer: it keeps collecting while offline, survives
 restarts through its store record, and is destroyed only by UNSUBSCRIBE with
-``activemq.subscriptionName``.  Subscribing again under the same name with another topic, selector
-or noLocal recreates it empty, as JMS requires.
+``activemq.subscriptionName``. A wildcard subscription joins only the topics its connection may
+read (``core.authorization.may_join``), those created later included.  Subscribing again under
+the same name with another topic, selector or noLocal recreates it empty, as JMS requires.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from ferrymq.core.authorization import may_join
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.context import CoreContext, Dispatch
@@ -57,6 +59,8 @@ class SubscriptionRegistry:
         self._by_consumer: dict[tuple[str, str], TopicSubscription] = {}
         self._durables: dict[tuple[str, str], TopicSubscription] = {}
         self._advisory_listeners: list[TopicSubscription] = []
+        self._owners: dict[str, ConnectionState] = {}
+        """subscription key -> the connection of its consumer (absent: a durable one offline)."""
 
     def all(self) -> list[TopicSubscription]:
         return list(self._all)
@@ -75,7 +79,12 @@ class SubscriptionRegistry:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def _register(self, subscription: TopicSubscription) -> None:
+    def _register(
+        self,
+        subscription: TopicSubscription,
+        state: ConnectionState | None = None,
+        network: bool = False,
+    ) -> None:
         self._all.append(subscription)
         self._by_key[subscription.key] = subscription
         destination = subscription.destination
@@ -84,14 +93,26 @@ class SubscriptionRegistry:
         if not destination.is_wildcard:
             self._topic(destination)  # creating it attaches matching subscriptions
         for topic in self._topics.values():
-            if subscription.pattern.matches(topic.destination):
+            if self._joins(subscription, topic.destination, state, network):
                 topic.attach(subscription)
+
+    def _joins(
+        self,
+        subscription: TopicSubscription,
+        topic: Destination,
+        state: ConnectionState | None,
+        network: bool,
+    ) -> bool:
+        if not subscription.pattern.matches(topic):
+            return False
+        return not subscription.destination.is_wildcard or may_join(state, network, topic)
 
     def _remove(self, subscription: TopicSubscription) -> None:
         for topic in list(subscription.topics):
             topic.detach(subscription)
         self._all.remove(subscription)
         del self._by_key[subscription.key]
+        self._owners.pop(subscription.key, None)
         if subscription in self._advisory_listeners:
             self._advisory_listeners.remove(subscription)
         record = subscription.record
@@ -104,7 +125,9 @@ class SubscriptionRegistry:
 
     def attach_matching(self, topic: Topic) -> None:
         for subscription in self._all:
-            if subscription.pattern.matches(topic.destination):
+            state = self._owners.get(subscription.key)
+            network = any(c.network for c in subscription.consumers)
+            if self._joins(subscription, topic.destination, state, network):
                 topic.attach(subscription)
 
     # -- consumers ----------------------------------------------------------------------------
@@ -122,8 +145,9 @@ class SubscriptionRegistry:
                 no_local=consumer.no_local,
                 network_filter=consumer.network_filter,
             )
-            self._register(subscription)
+            self._register(subscription, state, consumer.network)
         subscription.active_connection = state.connection_id
+        self._owners[subscription.key] = state
         subscription.add_consumer(consumer)
         self._by_consumer[consumer.key] = subscription
 
@@ -168,13 +192,18 @@ class SubscriptionRegistry:
                 consumer.no_local,
                 f"durable:{client_id}:{name}",
             )
-            subscription = self._create_durable(record)
+            subscription = self._create_durable(record, state, consumer.network)
             self._context.effects.store_ops.append(AddDurableSubscription(record))
         # A bridge's durable demand keeps its filter while offline (until a restart).
         subscription.network_filter = consumer.network_filter
         return subscription
 
-    def _create_durable(self, record: DurableSubscriptionRecord) -> TopicSubscription:
+    def _create_durable(
+        self,
+        record: DurableSubscriptionRecord,
+        state: ConnectionState | None = None,
+        network: bool = False,
+    ) -> TopicSubscription:
         destination = Destination.parse_qualified(record.destination)
         subscription = TopicSubscription(
             self._context,
@@ -186,7 +215,7 @@ class SubscriptionRegistry:
             record=record,
         )
         self._durables[(record.client_id, record.subscription_name)] = subscription
-        self._register(subscription)
+        self._register(subscription, state, network)
         return subscription
 
     def recover_durable(self, record: DurableSubscriptionRecord) -> None:
@@ -198,6 +227,7 @@ class SubscriptionRegistry:
             return
         subscription.remove_consumer(consumer)
         subscription.active_connection = None
+        self._owners.pop(subscription.key, None)
         if subscription.durable and not destroy:
             return
         self._remove(subscription)

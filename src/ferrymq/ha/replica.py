@@ -32,7 +32,7 @@ from ferrymq.store.base import (
 from ferrymq.store.oplog import decode_ops
 from ferrymq.util.heartbeat import HeartBeatWatchdog
 from ferrymq.util.tls import CLIENT_SCHEMES, TlsError, cached_client_context, client_options
-from ferrymq.util.uri import URI, parse_uri
+from ferrymq.util.uri import URI, parse_uri, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def master_tls(uri: URI) -> ssl.SSLContext | None:
     try:
         return cached_client_context(client_options(uri.query))
     except TlsError as exc:
-        raise ReplicationError(f"masterConnector {uri}: {exc}") from None
+        raise ReplicationError(f"masterConnector {redact_url(str(uri))}: {exc}") from None
 
 
 class MasterConnector:
@@ -77,10 +77,11 @@ class MasterConnector:
         passcode: str | None = None,
         on_attached: Callable[[], None] | None = None,
     ) -> None:
+        self.remote_uri = redact_url(remote_uri)
+        """The master's URL as logs and the admin API show it: without its passwords."""
         uri = parse_uri(remote_uri)
         if not isinstance(uri, URI) or uri.host is None or uri.port is None:
-            raise ReplicationError(f"masterConnector: {remote_uri!r} is not tcp://host:port")
-        self.remote_uri = remote_uri
+            raise ReplicationError(f"masterConnector: {self.remote_uri!r} is not tcp://host:port")
         self._host, self._port = uri.host, uri.port
         self._tls = master_tls(uri)
         self.store = store

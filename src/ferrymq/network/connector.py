@@ -25,7 +25,7 @@ from ferrymq.config.network import NetworkConnectorConfig
 from ferrymq.network.bridge import BridgeFailedError
 from ferrymq.network.link import LocalBroker, NetworkBridge, NetworkLoopError
 from ferrymq.network.routes import RouteRegistry
-from ferrymq.util.uri import URI, CompositeURI, URIError, parse_uri
+from ferrymq.util.uri import URI, CompositeURI, URIError, parse_uri, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -111,12 +111,14 @@ class NetworkConnector:
         if self._stopping or uri in self._tasks:
             return
         if _same_endpoint(uri, self._own_urls()):
-            log.info("network connector %s: %s is this broker, not bridged", self.name, uri)
+            log.info(
+                "network connector %s: %s is this broker, not bridged", self.name, redact_url(uri)
+            )
             return
         bridge = NetworkBridge(self.config, self.local, uri, self.routes)
         self.bridges[uri] = bridge
         task = asyncio.get_running_loop().create_task(
-            self._run_bridge(uri, bridge), name=f"ferrymq-bridge {self.name} {uri}"
+            self._run_bridge(uri, bridge), name=f"ferrymq-bridge {self.name} {bridge.shown_uri}"
         )
         self._tasks[uri] = task
 
@@ -137,13 +139,17 @@ class NetworkConnector:
             # Not a cancellation of this task (its owner sets one of those flags first): a
             # bridge that failed, built again like any other.
             log.warning(
-                "network connector %s: bridge to %s ended by a stray cancellation", self.name, uri
+                "network connector %s: bridge to %s ended by a stray cancellation",
+                self.name,
+                bridge.shown_uri,
             )
         except NetworkLoopError as exc:
             log.error("network connector %s: %s", self.name, exc)
             retry = False
         except (BridgeFailedError, ClientError, OSError) as exc:
-            log.warning("network connector %s: bridge to %s failed: %s", self.name, uri, exc)
+            log.warning(
+                "network connector %s: bridge to %s failed: %s", self.name, bridge.shown_uri, exc
+            )
         finally:
             self._tasks.pop(uri, None)
             if uri in self._removed:

@@ -28,6 +28,7 @@ from ferrymq.network.bridge import BridgeFailedError, DemandForwardingBridge
 from ferrymq.network.routes import RouteRegistry
 from ferrymq.stomp import constants as h
 from ferrymq.util.aio import leaf_exceptions
+from ferrymq.util.uri import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ class NetworkBridge:
         self.config = config
         self.local = local
         self.uri = uri
+        self.shown_uri = redact_url(uri)
+        """How logs, errors and the admin API name the remote broker: no password in it."""
         self.routes = routes
         self.state = "connecting"
         self.remote_broker_id: str | None = None
@@ -99,11 +102,12 @@ class NetworkBridge:
             remote_id = remote.connected_headers.get(h.FERRYMQ_BROKER_ID)
             if not remote_id:
                 raise BridgeFailedError(
-                    f"{self.uri} did not say which broker it is (not a FerryMQ broker?)"
+                    f"{self.shown_uri} did not say which broker it is (not a FerryMQ broker?)"
                 )
             if remote_id == local.broker_id:
                 raise NetworkLoopError(
-                    f"{self.uri} is this broker ({local.broker_id}): the bridge is not started"
+                    f"{self.shown_uri} is this broker ({local.broker_id}): "
+                    "the bridge is not started"
                 )
             self.remote_broker_id = remote_id
             self.remote_broker_name = remote.connected_headers.get(h.FERRYMQ_BROKER_NAME)
@@ -220,7 +224,7 @@ class NetworkBridge:
     def statistics(self) -> dict[str, object]:
         return {
             "name": self.config.name,
-            "uri": self.uri,
+            "uri": self.shown_uri,
             "state": self.state,
             "duplex": self.config.duplex,
             "localBrokerName": self.local.broker_name,

@@ -8,9 +8,15 @@ ActiveMQ's DefaultAuthorizationMap, decided the same way:
   topics. `.` separates elements, `*` matches one, `>` the rest (zero or more: `USERS.>`
   covers `USERS` too). A group `*` means everybody.
 * A destination no entry matches is refused to everybody (an empty set of groups).
-* A subscription to a wildcard destination is checked against the entries that could name it:
-  its `*` stands for any one element of an entry, its `>` only for an entry's `>` (ActiveMQ's
-  map does the same); so reading `queue://>` needs the groups of `queue=">"`.
+* A wildcard destination (a SUBSCRIBE or SEND naming `*` or `>`) is granted only what every
+  destination it could reach is granted: an entry counts when it covers the whole pattern (its
+  `>` covers anything, its `*` one element but not a `>`, a plain element only itself), so with
+  one entry `USERS.>` for `users`, `USERS.*` is granted to them but `*` or `>` is not, even
+  when `>` would reach `USERS.X` too. ActiveMQ's map joins every entry the pattern touches
+  instead (a `*` in the pattern reaching any element) and relies on checking each destination
+  the wildcard reaches; FerryMQ does both (``core.authorization``): a pattern that could reach a
+  destination its user may not use is refused up front, so a durable subscription collecting
+  while its user is away, or a destination created later, can never widen it.
 * Temporary destinations are decided by `<tempDestinationAuthorizationEntry>` only (joined, in
   FerryMQ, with `tempQueue`/`tempTopic` entries, which ActiveMQ parses but never consults);
   with neither, anybody may use them, as in ActiveMQ.
@@ -44,14 +50,16 @@ _FAMILY = {
 }
 
 
-def _matches(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
+def _covers(pattern: tuple[str, ...], key: tuple[str, ...]) -> bool:
+    """Whether the entry `pattern` matches every name `key` matches (for a plain name: whether it
+    matches it). A `*` of `key` is covered by an entry's `*` or `>`, its `>` only by a `>`."""
     for index, part in enumerate(pattern):
         if part == ">":
             return True
         if index >= len(key):
             return False
         given = key[index]
-        if part != "*" and given != "*" and part != given:
+        if given == ">" or (part != "*" and part != given):
             return False
     return len(pattern) == len(key)
 
@@ -110,9 +118,7 @@ class AuthorizationMap:
             temp = self._temp[destination.type]
             return None if temp is None else temp[_INDEX[operation]]
         key = tuple(destination.name.split("."))
-        found = [
-            groups for parts, groups in self._entries[destination.type] if _matches(parts, key)
-        ]
+        found = [groups for parts, groups in self._entries[destination.type] if _covers(parts, key)]
         if self._default is not None:
             found.append(self._default)
         return _join(found)[_INDEX[operation]]

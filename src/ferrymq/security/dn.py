@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["normalize_dn"]
+__all__ = ["java_style_dn", "normalize_dn"]
 
 _OIDS = {
     "2.5.4.3": "CN",
@@ -80,3 +80,10 @@ def normalize_dn(dn: str) -> str:
             continue
         rdns.append("+".join(sorted(_attribute(a) for a in _split(rdn, "+"))))
     return ",".join(rdns)
+
+
+def java_style_dn(dn: str) -> str:
+    """``dn`` as Java prints a certificate's subject (``CN=a, OU=b``): what ActiveMQ users
+    files' regular expressions are written against.  Split at unescaped commas only, so an
+    escaped one inside a value stays as it is."""
+    return ", ".join(part.strip() for part in _split(dn, ","))

@@ -24,7 +24,6 @@ subject's groups are those of every module that succeeded; its user, the first o
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,8 @@ from ferrymq.config.errors import ConfigError
 from ferrymq.config.jaas import CERTIFICATE_MODULE, GUEST_MODULE, PROPERTIES_MODULE
 from ferrymq.config.security import JaasLoginConfig, LoginModuleConfig
 from ferrymq.security.api import AuthenticationError, Credentials, Subject
-from ferrymq.security.dn import normalize_dn
-from ferrymq.security.passwords import PasswordVerifier
+from ferrymq.security.dn import java_style_dn, normalize_dn
+from ferrymq.security.passwords import PasswordVerifier, dummy_for
 from ferrymq.security.properties_files import PropertiesFile, PropertiesFileError
 
 __all__ = ["JaasAuthenticator"]
@@ -58,6 +57,8 @@ class _PropertiesModule:
     users: PropertiesFile
     groups: PropertiesFile | None
     verifier: PasswordVerifier
+    _dummy_of: object = None
+    _dummy_value: str = "\0"
 
     def login(self, credentials: Credentials) -> tuple[str, frozenset[str]] | None:
         user = credentials.login
@@ -65,11 +66,19 @@ class _PropertiesModule:
             return None
         stored = self.users.values().get(user)
         if stored is None:
-            self.verifier.verify("\0", credentials.passcode or "")  # same work for unknown users
+            self.verifier.verify(self._dummy(), credentials.passcode or "")  # same work
             return None
         if not self.verifier.verify(stored, credentials.passcode or ""):
             return None
         return user, _groups_of(self.groups, user)
+
+    def _dummy(self) -> str:
+        """What an unknown user's password is checked against (as costly as a known one's),
+        worked out again when the users file was reread."""
+        values = self.users.values()
+        if self._dummy_of is not values:
+            self._dummy_of, self._dummy_value = values, dummy_for(values.values())
+        return self._dummy_value
 
 
 @dataclass
@@ -82,10 +91,12 @@ class _CertificateModule:
         if not subject:
             return None
         wanted = normalize_dn(subject)
-        java_style = ", ".join(part.strip() for part in subject.split(","))
+        java_style = java_style_dn(subject)
+        patterns = self.users.patterns()
         for user, value in self.users.values().items():
-            if len(value) > 2 and value[0] == value[-1] == "/":
-                if re.fullmatch(value[1:-1], subject) or re.fullmatch(value[1:-1], java_style):
+            pattern = patterns.get(user)
+            if pattern is not None:
+                if pattern.fullmatch(subject) or pattern.fullmatch(java_style):
                     return user, _groups_of(self.groups, user)
             elif normalize_dn(value) == wanted:
                 return user, _groups_of(self.groups, user)
@@ -105,7 +116,12 @@ class _GuestModule:
 
 
 def _file(
-    module: LoginModuleConfig, base: Path, option: str, *, passwords: bool = False
+    module: LoginModuleConfig,
+    base: Path,
+    option: str,
+    *,
+    passwords: bool = False,
+    dn_patterns: bool = False,
 ) -> PropertiesFile | None:
     name = module.option(option)
     if name is None:
@@ -118,7 +134,13 @@ def _file(
     reload = (module.option("reload") or "").lower() == "true"
     path = base / (module.option("baseDir") or "") / name
     try:
-        return PropertiesFile(path, reload=reload, passwords=passwords, decrypt_password=decrypt)
+        return PropertiesFile(
+            path,
+            reload=reload,
+            passwords=passwords,
+            decrypt_password=decrypt,
+            dn_patterns=dn_patterns,
+        )
     except PropertiesFileError as error:
         raise _error(module, str(error)) from None
 
@@ -147,7 +169,9 @@ def _module(module: LoginModuleConfig, base: Path, verifier: PasswordVerifier) -
         groups = _file(module, base, "org.apache.activemq.jaas.properties.group")
         return _PropertiesModule(users, groups, verifier).login
     if module.class_name == CERTIFICATE_MODULE:
-        users = _required_file(module, base, "org.apache.activemq.jaas.textfiledn.user")
+        users = _required_file(
+            module, base, "org.apache.activemq.jaas.textfiledn.user", dn_patterns=True
+        )
         groups = _file(module, base, "org.apache.activemq.jaas.textfiledn.group")
         return _CertificateModule(users, groups).login
     if module.class_name == GUEST_MODULE:

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import os
 import threading
+from collections.abc import Iterable
 
 __all__ = [
     "DEFAULT_ITERATIONS",
@@ -27,6 +28,7 @@ __all__ = [
     "PasswordFormatError",
     "PasswordVerifier",
     "check_stored",
+    "dummy_for",
     "hash_password",
     "is_hashed",
 ]
@@ -35,6 +37,8 @@ PREFIX = "{PBKDF2-SHA256}"
 DEFAULT_ITERATIONS = 200_000
 _SALT_BYTES = 16
 _MIN_ITERATIONS = 1000
+MAX_ITERATIONS = 10_000_000
+"""More would let one stored value (a typo, a hostile file) stall logins for seconds each."""
 _CACHE_LIMIT = 4096
 
 
@@ -49,8 +53,8 @@ def is_hashed(stored: str) -> bool:
 def hash_password(
     password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
 ) -> str:
-    if iterations < _MIN_ITERATIONS:
-        raise ValueError(f"at least {_MIN_ITERATIONS} iterations")
+    if not _MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"between {_MIN_ITERATIONS} and {MAX_ITERATIONS} iterations")
     salt = os.urandom(_SALT_BYTES) if salt is None else salt
     digest = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, iterations)
     encode = base64.b64encode
@@ -68,6 +72,11 @@ def _parse(stored: str) -> tuple[int, bytes, bytes]:
     except (binascii.Error, ValueError):
         raise PasswordFormatError(message) from None
     iterations = int(parts[0])
+    if iterations > MAX_ITERATIONS:
+        raise PasswordFormatError(
+            f"a hashed password has {iterations} iterations, more than the {MAX_ITERATIONS} "
+            "FerryMQ accepts: hash it again with `ferrymq hash-password`"
+        )
     if iterations < _MIN_ITERATIONS or not salt or len(digest) != 32:
         raise PasswordFormatError(message)
     return iterations, salt, digest
@@ -77,6 +86,30 @@ def check_stored(stored: str) -> None:
     """Raise `PasswordFormatError` for a malformed hash (when the users are loaded)."""
     if is_hashed(stored):
         _parse(stored)
+
+
+_DUMMIES: dict[int, str] = {}
+
+
+def dummy_for(stored: Iterable[str]) -> str:
+    """A stored value no password matches that costs as much to check as the costliest of
+    ``stored``: what an unknown user's password is checked against, so that the time a refusal
+    takes does not tell whether the user exists.  Made once per iteration count (random salt
+    and digest: nothing is derived)."""
+    iterations = 0
+    for value in stored:
+        if is_hashed(value):
+            try:
+                iterations = max(iterations, _parse(value)[0])
+            except PasswordFormatError:
+                continue
+    if not iterations:
+        return "\0"  # only plaintext passwords: a plaintext comparison, as for a known user
+    dummy = _DUMMIES.get(iterations)
+    if dummy is None:
+        salt, digest = (base64.b64encode(os.urandom(n)).decode() for n in (_SALT_BYTES, 32))
+        dummy = _DUMMIES.setdefault(iterations, f"{PREFIX}{iterations}${salt}${digest}")
+    return dummy
 
 
 class PasswordVerifier:

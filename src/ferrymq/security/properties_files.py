@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,8 @@ CHECK_INTERVAL_S = 1.0
 class _Snapshot:
     values: Mapping[str, str]
     mtime_ns: int
+    patterns: Mapping[str, re.Pattern[str]]
+    """A `/regular expression/` value compiled (``dn_patterns``), by key."""
 
 
 class PropertiesFile:
@@ -46,12 +49,14 @@ class PropertiesFile:
         reload: bool,
         passwords: bool = False,
         decrypt_password: str | None = None,
+        dn_patterns: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
         self._reload = reload
         self._passwords = passwords
         self._decrypt = decrypt_password
+        self._dn_patterns = dn_patterns
         self._clock = clock
         self._lock = threading.Lock()
         self._snapshot = self._load()  # raises PropertiesFileError at start
@@ -63,6 +68,12 @@ class PropertiesFile:
             if now - self._checked >= CHECK_INTERVAL_S:
                 self._maybe_reload(now)
         return self._snapshot.values
+
+    def patterns(self) -> Mapping[str, re.Pattern[str]]:
+        """The `/regular expression/` values, compiled when the file was read (a file with a
+        bad one is refused at start, or its last good contents kept on reload)."""
+        self.values()
+        return self._snapshot.patterns
 
     def _maybe_reload(self, now: float) -> None:
         with self._lock:
@@ -89,9 +100,18 @@ class PropertiesFile:
         except OSError as error:
             raise PropertiesFileError(f"{self.path}: cannot read: {error.strerror}") from None
         values: dict[str, str] = {}
+        patterns: dict[str, re.Pattern[str]] = {}
         for entry in read_properties(self.path):
-            values[entry.key] = self._stored(entry.key, entry.value, entry.line)
-        return _Snapshot(MappingProxyType(values), mtime)
+            value = values[entry.key] = self._stored(entry.key, entry.value, entry.line)
+            if self._dn_patterns and len(value) > 2 and value[0] == value[-1] == "/":
+                try:
+                    patterns[entry.key] = re.compile(value[1:-1])
+                except re.error as error:
+                    where = f"{self.path}:{entry.line}: {entry.key}"
+                    raise PropertiesFileError(
+                        f"{where}: not a valid regular expression ({error})"
+                    ) from None
+        return _Snapshot(MappingProxyType(values), mtime, MappingProxyType(patterns))
 
     def _stored(self, key: str, value: str, line: int) -> str:
         where = f"{self.path}:{line}: {key}"

@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 from ferrymq.config.security import SimpleAuthenticationConfig
 from ferrymq.security.api import AuthenticationError, Credentials, Subject
-from ferrymq.security.passwords import PasswordVerifier, check_stored
+from ferrymq.security.passwords import PasswordVerifier, check_stored, dummy_for
 
 __all__ = ["SimpleAuthenticator"]
 
@@ -31,6 +31,7 @@ class SimpleAuthenticator:
             else None
         )
         self._verifier = PasswordVerifier()
+        self._dummy = dummy_for(self._passwords.values())
 
     def authenticate(self, credentials: Credentials) -> Subject:
         login, passcode = credentials.login, credentials.passcode
@@ -38,7 +39,7 @@ class SimpleAuthenticator:
             return self._anonymous
         stored = self._passwords.get(login) if login is not None else None
         if login is None or stored is None:
-            self._verifier.verify("\0", passcode or "")
+            self._verifier.verify(self._dummy, passcode or "")
             raise AuthenticationError(login)
         if not self._verifier.verify(stored, passcode or ""):
             raise AuthenticationError(login)

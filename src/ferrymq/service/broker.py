@@ -97,7 +97,7 @@ class BrokerService:
         usage = config.system_usage
         self.send_fail_if_no_space = usage.send_fail_if_no_space
         self.send_fail_after_ms = usage.send_fail_if_no_space_after_timeout_ms
-        self.connectors = Listeners([make(self) for make in adapters], config.ssl_context)
+        self.connectors = Listeners.of(config, [make(self) for make in adapters])
         """The transport connectors: listeners, each served by its scheme's protocol adapter."""
         self.cluster = ClusterMembership()
         self.registry: ConnectionRegistry[BrokerConnection] = ConnectionRegistry()
@@ -217,6 +217,7 @@ class BrokerService:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         await self.commits.settled()
+        await self.security.close()
         await self.store.stop()
         if self.trace is not None:
             await self.trace.stop()

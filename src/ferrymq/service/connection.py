@@ -20,7 +20,7 @@ import enum
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ferrymq.core.consumer import AckMode, Consumer
 from ferrymq.core.effects import Delivery
@@ -30,7 +30,6 @@ from ferrymq.core.region import RegionBroker
 from ferrymq.service.adapter import ProtocolConverter
 from ferrymq.service.outbox import Outbox
 from ferrymq.service.registry import ConnectionRegistry
-from ferrymq.service.security import LoginRefusedError
 from ferrymq.transport.connection import TransportConnection
 from ferrymq.transport.inactivity import InactivityMonitor
 
@@ -44,6 +43,8 @@ connectionAttemptTimeout)."""
 class Phase(enum.Enum):
     AWAITING_OPEN = "awaiting open"
     """Accepted; the protocol's handshake (STOMP CONNECT, AMQP open) has not come yet."""
+    OPENING = "opening"
+    """The handshake came; its login is checked off the loop, later requests wait unread."""
     OPEN = "open"
     STALLED = "stalled"
     """Open, with requests held back by producer flow control; the socket is not read."""
@@ -57,6 +58,7 @@ class Phase(enum.Enum):
 _ENDING = Phase.ENDING
 _CLOSED = Phase.CLOSED
 _AUTO = AckMode.AUTO
+_WAITING = (Phase.STALLED, Phase.OPENING)
 
 
 class ConnectionHost(Protocol):
@@ -115,7 +117,6 @@ class BrokerConnection:
         self._stall_timer: asyncio.TimerHandle | None = None
         self._monitor: InactivityMonitor | None = None
         self._open_timer: asyncio.TimerHandle | None = None
-        self._hold_timer: asyncio.TimerHandle | None = None
 
     def attach(self, converter: ProtocolConverter) -> None:
         """The adapter's converter for this connection (set once, before the socket is read)."""
@@ -136,7 +137,7 @@ class BrokerConnection:
     @property
     def handling(self) -> bool:
         """Requests are still handled (not ENDING, not CLOSED)."""
-        return self.phase in (Phase.AWAITING_OPEN, Phase.OPEN, Phase.STALLED)
+        return self.phase in (Phase.AWAITING_OPEN, Phase.OPENING, Phase.OPEN, Phase.STALLED)
 
     @property
     def closed(self) -> bool:
@@ -184,7 +185,7 @@ class BrokerConnection:
         """Handle decoded requests in order, then carry out what the core decided."""
         if not work:
             return
-        if self.phase is Phase.STALLED:
+        if self.phase in _WAITING:
             self._stalled.extend(work)
             return
         self._run(work)
@@ -209,15 +210,12 @@ class BrokerConnection:
         host.process()
 
     def refuse(self, error: BrokerError, work: object | None) -> None:
-        """Tell the client a request failed; a fatal failure ends the connection after it. A
-        failed login's answer is held back (``service.security``: repeated failures)."""
-        delay_s = error.delay_s if isinstance(error, LoginRefusedError) else 0.0
+        """Tell the client a request failed; a fatal failure ends the connection after it."""
         frame = self.converter.refusal(error, work)
-        self.fail(frame, error.message, fatal=error.fatal, delay_s=delay_s)
+        self.fail(frame, error.message, fatal=error.fatal)
 
-    def fail(self, frame: bytes, reason: str, *, fatal: bool, delay_s: float = 0.0) -> None:
-        """Queue ``frame``, which reports a failure; a fatal one ends the connection after it
-        (``delay_s`` later: nothing else is handled meanwhile)."""
+    def fail(self, frame: bytes, reason: str, *, fatal: bool) -> None:
+        """Queue ``frame``, which reports a failure; a fatal one ends the connection after it."""
         log.info(
             "connection %s: ERROR %s%s", self.connection_id, reason, "" if fatal else " (kept open)"
         )
@@ -227,16 +225,8 @@ class BrokerConnection:
         # Requests handled before the fatal one keep their answers: their receipts still go
         # out (after their commit), then the failure, then the socket closes.
         self.end()
-        self.outbox.put(frame, self._hold(delay_s) if delay_s > 0 else None)
+        self.outbox.put(frame, None)
         self.close_when_flushed()
-
-    def _hold(self, delay_s: float) -> asyncio.Future[None]:
-        """A wait done ``delay_s`` from now (its timer is this connection's, cancelled when the
-        socket goes first)."""
-        loop = asyncio.get_running_loop()
-        held: asyncio.Future[None] = loop.create_future()
-        self._hold_timer = loop.call_later(delay_s, _finish, held)
-        return held
 
     def open(self, *, read_timeout_ms: int, write_interval_ms: int) -> None:
         """The protocol's handshake completed: watch the peer's heart-beats from now on."""
@@ -276,8 +266,28 @@ class BrokerConnection:
 
     # -- producer flow control ----------------------------------------------------------------
 
+    def hold(self, login: asyncio.Future[Any]) -> None:
+        """Handle nothing until the handshake's ``login`` is known, then the handshake again
+        (its converter now has the answer) and the requests that waited (read no more)."""
+        self.phase = Phase.OPENING
+        if self.transport is not None:
+            self.transport.pause_reading()
+        login.add_done_callback(self._login_known)
+
+    def _login_known(self, login: asyncio.Future[Any]) -> None:
+        if self.phase is not Phase.OPENING:
+            return
+        self.phase = Phase.AWAITING_OPEN
+        if login.cancelled():  # the broker is stopping
+            self.close("the broker stopped before the login was checked")
+        else:
+            self.resume()
+
     def _stall(self, work: list[object]) -> None:
         """Stop reading until the broker has room for the request at the head of ``work``."""
+        if self.phase is Phase.OPENING:
+            self._stalled = work  # ``hold`` waits for the login, not for room
+            return
         self.phase = Phase.STALLED
         self._stalled = work
         if self.transport is not None:
@@ -386,7 +396,7 @@ class BrokerConnection:
 
     def _open_timed_out(self) -> None:
         self._open_timer = None
-        if self.phase is Phase.AWAITING_OPEN and self.transport is not None:
+        if self.phase in (Phase.AWAITING_OPEN, Phase.OPENING) and self.transport is not None:
             log.info(
                 "connection %s: no CONNECT (the protocol's opening) within %.0f s; closing",
                 self.connection_id,
@@ -418,8 +428,6 @@ class BrokerConnection:
     def _teardown(self) -> None:
         """The socket is gone: forget everything, write nothing more."""
         self.end()
-        if self._hold_timer is not None:
-            self._hold_timer.cancel()
         if self.phase is Phase.CLOSED:
             return
         self.phase = Phase.CLOSED
@@ -431,8 +439,3 @@ class BrokerConnection:
         if self.transport is not None:
             self.transport.close()
         self._teardown()
-
-
-def _finish(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)

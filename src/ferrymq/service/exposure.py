@@ -6,6 +6,12 @@ and (through the admin API) purge or delete.  FerryMQ runs it (the file is valid
 at start, once per exposed listener, naming what is open and the two ways out: configure
 authentication (docs/security.md) or bind a loopback address.  The decision reads the
 configuration only (no name lookups), so it is the same on a slave that will take over later.
+
+Authentication that lets everyone in is no authentication for this purpose: a
+`<simpleAuthenticationPlugin anonymousAccessAllowed="true">`, or a JAAS entry whose
+`GuestLoginModule` no `required`/`requisite` module guards (with `credentialsInvalidate=true` it
+admits whoever gives no password, without it whoever gives any), gets the warning too, naming
+the user the stranger becomes.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ import ipaddress
 from collections.abc import Iterator
 
 from ferrymq.config.model import BrokerConfig
+from ferrymq.config.security import JaasAuthenticationConfig, SimpleAuthenticationConfig
+from ferrymq.util.uri import redact_url
 
 __all__ = ["exposure_warnings", "is_loopback"]
 
@@ -22,6 +30,10 @@ _NO_SOCKET = frozenset({"vm"})
 _FIX = (
     "configure authentication (<simpleAuthenticationPlugin> or <jaasAuthenticationPlugin>, "
     "see docs/security.md) or bind 127.0.0.1"
+)
+_FIX_DOOR = (
+    'let nobody in unnamed (anonymousAccessAllowed="false"; no GuestLoginModule, or a '
+    "required module beside it: see docs/security.md) or bind 127.0.0.1"
 )
 
 
@@ -47,30 +59,63 @@ def _port(port: int | None) -> str:
     return f"port {port}" if port else "its port"
 
 
-def _exposed_listeners(config: BrokerConfig) -> Iterator[str]:
+def _open_door(config: BrokerConfig) -> str | None:
+    """How the configured authentication lets anyone in, or None when it does not."""
+    plugin = config.security.authentication if config.security is not None else None
+    if isinstance(plugin, SimpleAuthenticationConfig) and plugin.anonymous_access_allowed:
+        return (
+            '<simpleAuthenticationPlugin anonymousAccessAllowed="true"> lets a client that '
+            f"gives no password in as user {plugin.anonymous_user}"
+        )
+    if not isinstance(plugin, JaasAuthenticationConfig):
+        return None
+    modules = plugin.login.modules
+    guests = [m for m in modules if m.class_name.rsplit(".", 1)[-1] == "GuestLoginModule"]
+    guarded = any(m.flag in ("required", "requisite") for m in modules if m not in guests)
+    if not guests or guarded:
+        return None
+    guest = guests[0]
+    user = guest.option("org.apache.activemq.jaas.guest.user") or "guest"
+    invalidate = (guest.option("credentialsInvalidate") or "").lower() == "true"
+    who = "a client that gives no password" if invalidate else "a client with any password"
+    return f"GuestLoginModule of login.config entry {plugin.login.name} lets {who} in as {user}"
+
+
+def _exposed_listeners(config: BrokerConfig, door: str | None) -> Iterator[str]:
+    what = (
+        "may connect without a password and send, consume and browse every destination"
+        if door is None
+        else f"may connect ({door}) and do whatever that user may"
+    )
     for connector in config.transport_connectors:
         uri = connector.parsed_uri
         if uri.scheme.lower() in _NO_SOCKET or is_loopback(uri.host):
             continue
-        name = connector.name or connector.uri
+        name = connector.name or redact_url(connector.uri)
         yield (
             f"the {uri.scheme} listener {name} binds {_where(uri.host)}: anyone who can reach "
-            f"{_port(uri.port)} may connect without a password and send, consume and browse "
-            "every destination"
+            f"{_port(uri.port)} {what}"
         )
 
 
 def exposure_warnings(config: BrokerConfig, authenticated: bool) -> list[str]:
     """One loud line per listener bound beyond loopback, when no authentication is
-    configured; none when it is."""
-    if authenticated:
+    configured or the configured one admits everyone; none otherwise."""
+    door = _open_door(config)
+    if authenticated and door is None:
         return []
-    lines = [f"SECURITY WARNING: {line}; {_FIX}" for line in _exposed_listeners(config)]
+    fix = _FIX if door is None else _FIX_DOOR
+    lines = [f"SECURITY WARNING: {line}; {fix}" for line in _exposed_listeners(config, door)]
     admin = config.admin
     if admin.enabled and not is_loopback(admin.host):
+        what = (
+            "may read the broker's state and purge, delete and move messages and close "
+            "connections without a password"
+            if door is None
+            else f"may read the broker's state ({door})"
+        )
         lines.append(
             f"SECURITY WARNING: the admin API binds {_where(admin.host)}: anyone who can reach "
-            f"{_port(admin.port)} may read the broker's state and purge, delete and move messages "
-            f"and close connections without a password; {_FIX} (--admin 127.0.0.1:{admin.port})"
+            f"{_port(admin.port)} {what}; {fix} (--admin 127.0.0.1:{admin.port})"
         )
     return lines

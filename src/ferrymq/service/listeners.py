@@ -14,6 +14,12 @@ clients of this process (``ferrymq.util.vm``), as ActiveMQ's binds a VM transpor
 that name. Every broker is reachable as ``vm://<brokerName>`` anyway; the connector adds a name,
 and its connections carry its name and STOMP limits. A name another broker of the process holds
 is an error, as in ActiveMQ ("already bound"), where the broker's own names are best effort.
+
+A WebSocket listener serves the browser pages its ``allowedOrigins`` option names (``*``: any).
+Without the option it serves any page when logging in takes a password the page would need,
+and no page when it does not (``login_without_secret``): a page the user visits would otherwise
+connect with the browser's client certificate, or from the user's machine to a broker that
+asks for nothing. A client without ``Origin`` (not a browser) is never concerned.
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ import ssl
 from collections.abc import Collection, Sequence
 from typing import Protocol
 
-from ferrymq.config.model import TransportConnectorConfig
+from ferrymq.config.jaas import CERTIFICATE_MODULE, GUEST_MODULE
+from ferrymq.config.model import BrokerConfig, TransportConnectorConfig
+from ferrymq.config.security import (
+    JaasCertificateAuthenticationConfig,
+    SecurityConfig,
+    SimpleAuthenticationConfig,
+)
 from ferrymq.config.tls import SslContextConfig
 from ferrymq.config.xml_transport import TLS_WEBSOCKET_SCHEMES, WEBSOCKET_SCHEMES
 from ferrymq.service.connection import BrokerConnection
@@ -35,6 +47,13 @@ from ferrymq.transport.tcp import TcpListener
 from ferrymq.transport.tls import LISTENER_SCHEMES, TlsError, server_context
 from ferrymq.transport.websocket import WebSocketListener
 from ferrymq.util import vm
+from ferrymq.util.origins import (
+    ALLOWED_ORIGINS_OPTION,
+    ANY_ORIGIN,
+    NO_BROWSER_PAGE,
+    OriginPolicy,
+)
+from ferrymq.util.uri import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -73,15 +92,28 @@ class Listeners:
     """The listeners one broker serves, with their configuration, in start order."""
 
     def __init__(
-        self, adapters: Sequence[ProtocolAdapter], ssl_context: SslContextConfig | None = None
+        self,
+        adapters: Sequence[ProtocolAdapter],
+        ssl_context: SslContextConfig | None = None,
+        *,
+        login_without_secret: bool = True,
     ) -> None:
         self._adapters = {scheme: adapter for adapter in adapters for scheme in adapter.schemes}
         self._ssl_context = ssl_context
         """The broker's ``<sslContext>``: the key of every TLS listener."""
+        self._login_without_secret = login_without_secret
+        """Whether a client may log in with nothing a web page lacks (``login_without_secret``):
+        then a WebSocket listener serves no browser page unless ``allowedOrigins`` says so."""
         self.served: list[tuple[TransportConnectorConfig, TcpListener]] = []
         """Each configured listener with its configuration (discoveryUri, cluster updates)."""
         self.vm_served: list[VmConnector] = []
         """The ``vm://NAME`` connectors, which open no socket."""
+
+    @classmethod
+    def of(cls, config: BrokerConfig, adapters: Sequence[ProtocolAdapter]) -> Listeners:
+        """A broker's listeners: its key, and the origin rule its kind of login calls for."""
+        without_secret = login_without_secret(config.security)
+        return cls(adapters, config.ssl_context, login_without_secret=without_secret)
 
     @property
     def listeners(self) -> list[TcpListener]:
@@ -109,12 +141,13 @@ class Listeners:
         try:
             adapter = self.adapter(self._plain_scheme(connector.scheme))
             tls = self._tls(connector)
-        except (ListenerError, TlsError) as exc:
+            origins = origin_policy(connector, self._login_without_secret)
+        except (ListenerError, TlsError, ValueError) as exc:
             raise ListenerError(f"transport connector {connector.display_name}: {exc}") from None
         if connector.scheme.lower() == "vm":
             self.vm_served.append(VmConnector.bind(connector, adapter))
             return None
-        listener = _listener(connector, adapter, tls)
+        listener = _listener(connector, adapter, tls, origins)
         try:
             await listener.start()
         except OSError as exc:
@@ -132,7 +165,7 @@ class Listeners:
             adapter.name,
             listener.host,
             listener.port,
-            connector.uri,
+            redact_url(connector.uri),
         )
         return listener
 
@@ -181,8 +214,36 @@ limit by up to this much still reaches the protocol, which refuses it as it does
 an ERROR); a larger message fails the WebSocket (close code 1009, "message too big")."""
 
 
+def login_without_secret(security: SecurityConfig | None) -> bool:
+    """Whether the configuration lets a client in without a secret a web page would have to
+    know: no authentication, anonymous or guest access, or a TLS client certificate (which the
+    browser presents to any page's connection)."""
+    authentication = None if security is None else security.authentication
+    if authentication is None or isinstance(authentication, JaasCertificateAuthenticationConfig):
+        return True
+    if isinstance(authentication, SimpleAuthenticationConfig):
+        return authentication.anonymous_access_allowed
+    ambient = (CERTIFICATE_MODULE, GUEST_MODULE)  # what is left: a JAAS login.config entry
+    return any(module.class_name in ambient for module in authentication.login.modules)
+
+
+def origin_policy(connector: TransportConnectorConfig, login_without_secret: bool) -> OriginPolicy:
+    """The browser pages a WebSocket connector serves: its ``allowedOrigins`` (checked when the
+    configuration was read), else none when a page could log in without a secret, else any."""
+    text = connector.options.get(ALLOWED_ORIGINS_OPTION)
+    if text is not None:
+        try:
+            return OriginPolicy.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"URI option {ALLOWED_ORIGINS_OPTION}: {exc}") from None
+    return NO_BROWSER_PAGE if login_without_secret else ANY_ORIGIN
+
+
 def _listener(
-    connector: TransportConnectorConfig, adapter: ProtocolAdapter, tls: ssl.SSLContext | None
+    connector: TransportConnectorConfig,
+    adapter: ProtocolAdapter,
+    tls: ssl.SSLContext | None,
+    origins: OriginPolicy = NO_BROWSER_PAGE,
 ) -> TcpListener:
     """The socket listener of ``connector``: plain, TLS, or speaking WebSocket (``ws``,
     ``wss``) with the adapter's subprotocols."""
@@ -201,7 +262,7 @@ def _listener(
             ssl_context=tls,
         )
     limits = connector.stomp
-    return WebSocketListener(
+    listener = WebSocketListener(
         host,
         connector.port,
         handlers,
@@ -212,6 +273,8 @@ def _listener(
         name=connector.display_name,
         ssl_context=tls,
     )
+    listener.origins = origins
+    return listener
 
 
 class VmConnector:

@@ -7,16 +7,23 @@ broker's ``Authenticator`` answers with a ``Subject`` that the core keeps with t
 (and authorizes its commands with, ``core.authorization``), or refuses: the refusal carries
 ActiveMQ's words, the same whichever part was wrong, and the connection is closed after it.
 
-Repeated failures from one address are slowed down (``security.throttle``): the refusal waits,
-on that connection alone (a timer, nothing blocks), before it is sent. Without configured
-authentication any login is accepted, as in ActiveMQ, and the login is only shown.
+Checking a password is slow on purpose (PBKDF2), so it runs on a small pool of threads, never on
+the event loop: the connection waits for the answer and handles nothing else meanwhile (its
+later frames wait), while every other connection goes on.  Repeated failures are slowed down
+(``security.throttle``): a throttled address waits before its login is even checked, whatever
+the answer, and has at most a couple of logins in progress at once.  Without configured
+authentication any login is accepted at once, as in ActiveMQ, and the login is only shown.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import time
-from typing import TYPE_CHECKING
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Final
 
 from ferrymq.core.errors import BrokerError
 from ferrymq.security.api import (
@@ -27,7 +34,7 @@ from ferrymq.security.api import (
     Subject,
 )
 from ferrymq.security.build import security_for
-from ferrymq.security.throttle import LoginThrottle
+from ferrymq.security.throttle import LoginThrottle, address_key
 
 if TYPE_CHECKING:
     from ferrymq.config.model import BrokerConfig
@@ -36,13 +43,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LOGIN_THREADS: Final = max(1, min(4, (os.cpu_count() or 2) - 1))
+"""Passwords checked at once: a core is left to the event loop, whatever a flood of logins."""
+LOGGED_LOGIN_CHARS: Final = 64
+REFUSAL_LOG_INTERVAL_S: Final = 10.0
+"""One refused-login line per address in this time; the others are counted in the next."""
+
 
 class LoginRefusedError(BrokerError):
-    """A failed login: fatal, and its answer is held back ``delay_s`` (repeated failures)."""
+    """A failed login: fatal (a throttled address waited before it was checked)."""
 
-    def __init__(self, error: AuthenticationError, delay_s: float) -> None:
+    def __init__(self, error: AuthenticationError) -> None:
         super().__init__(str(error), fatal=True)
-        self.delay_s = delay_s
 
 
 class BrokerSecurity:
@@ -56,13 +68,20 @@ class BrokerSecurity:
     ) -> None:
         self._region = region
         self.throttle = LoginThrottle()
+        self.privileged_group = "admins"
+        """The group a network bridge or a pure master/slave slave must log in with."""
+        self._refusals = _RefusalLog()
+        self._pool: ThreadPoolExecutor | None = None
+        self._logins: set[asyncio.Task[Subject | None]] = set()
         self.authenticator: Authenticator | None = None
         self.use(authenticator, authorizer)
 
     @classmethod
     def from_config(cls, config: BrokerConfig, region: RegionBroker) -> BrokerSecurity:
         """What the configuration's ``<plugins>`` ask for (none: everyone may do anything)."""
-        return cls(region, *configured_security(config))
+        security = cls(region, *configured_security(config))
+        security.privileged_group = config.admin.admin_group
+        return security
 
     def use(self, authenticator: Authenticator | None, authorizer: Authorizer | None) -> None:
         """Enforce these from the next connection on (an embedding application's own
@@ -74,38 +93,110 @@ class BrokerSecurity:
     def authorizer(self) -> Authorizer | None:
         return self._region.clients.authorizer
 
-    def login(
+    def begin_login(
         self,
         transport: TransportConnection | None,
         login: str | None,
         passcode: str | None,
-    ) -> Subject | None:
-        """Who the client is; None when no authentication is configured. Raises
-        ``LoginRefusedError`` (never naming the part that was wrong, never the password)."""
+    ) -> asyncio.Future[Subject | None]:
+        """Who the client is, when known: None when no authentication is configured (known at
+        once). Fails with ``LoginRefusedError`` (never naming the part that was wrong, never
+        the password) or a fatal ``BrokerError`` (too many logins in progress)."""
+        loop = asyncio.get_running_loop()
         authenticator = self.authenticator
         if authenticator is None:
-            return None
-        address = transport.remote_address if transport is not None else None
+            known: asyncio.Future[Subject | None] = loop.create_future()
+            known.set_result(None)
+            return known
         credentials = Credentials(
             login=login,
             passcode=passcode,
             certificate_subject=getattr(transport, "peer_certificate_subject", None),
-            remote_address=address,
+            remote_address=transport.remote_address if transport is not None else None,
         )
-        host = client_host(address)
-        try:
-            subject = authenticator.authenticate(credentials)
-        except AuthenticationError as error:
-            delay_s = self.throttle.failed(host, time.monotonic())
-            log.warning(
-                "login refused for user %r from %s%s",
-                login or "",
-                address or "this process (vm://)",
-                f" (answered after {delay_s:.2f} s: repeated failures)" if delay_s else "",
+        task = loop.create_task(self._login(authenticator, credentials))
+        self._logins.add(task)
+        task.add_done_callback(self._login_done)
+        return task
+
+    def _login_done(self, task: asyncio.Task[Subject | None]) -> None:
+        self._logins.discard(task)
+        if not task.cancelled():
+            task.exception()  # read by the connection, unless it went first: not an error
+
+    async def _login(
+        self, authenticator: Authenticator, credentials: Credentials
+    ) -> Subject | None:
+        address, login = credentials.remote_address, credentials.login
+        host, user = client_host(address), login or ""  # "": one user, not any
+        throttle = self.throttle
+        if not throttle.begin(host):
+            self._refusals.refused(login, address, "too many logins in progress")
+            raise BrokerError(
+                "too many logins in progress from this address; try again later", fatal=True
             )
-            raise LoginRefusedError(error, delay_s) from None
-        self.throttle.succeeded(host)
+        try:
+            wait_s = throttle.wait_s(host, user, time.monotonic())
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(LOGIN_THREADS, thread_name_prefix="ferrymq-login")
+            loop = asyncio.get_running_loop()
+            try:
+                subject = await loop.run_in_executor(
+                    self._pool, authenticator.authenticate, credentials
+                )
+            except AuthenticationError as error:
+                throttle.failed(host, time.monotonic(), user)
+                why = f"checked after {wait_s:.2f} s: repeated failures" if wait_s else ""
+                self._refusals.refused(login, address, why)
+                raise LoginRefusedError(error) from None
+        finally:
+            throttle.end(host)
+        throttle.succeeded(host, user)
         return subject
+
+    async def close(self) -> None:
+        """The broker stops: logins in progress are abandoned, the threads end."""
+        logins = list(self._logins)
+        for task in logins:
+            task.cancel()
+        if logins:
+            await asyncio.gather(*logins, return_exceptions=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+class _RefusalLog:
+    """The refused-login warning: the login shortened and quoted (a password typed into the
+    user field is not logged whole, nor kilobytes of an attacker's text), at most one line
+    per address every ``REFUSAL_LOG_INTERVAL_S`` (the next says how many were left out)."""
+
+    def __init__(self, max_addresses: int = 10_000) -> None:
+        self._last: OrderedDict[str, tuple[float, int]] = OrderedDict()
+        self._max = max_addresses
+
+    def refused(self, login: str | None, address: str | None, why: str) -> None:
+        key, now = address_key(client_host(address)), time.monotonic()
+        last_s, skipped = self._last.pop(key, (float("-inf"), 0))
+        if now - last_s < REFUSAL_LOG_INTERVAL_S:
+            self._last[key] = (last_s, skipped + 1)
+            return
+        self._last[key] = (now, 0)
+        while len(self._last) > self._max:
+            self._last.popitem(last=False)
+        shown = login or ""
+        if len(shown) > LOGGED_LOGIN_CHARS:
+            shown = shown[:LOGGED_LOGIN_CHARS] + "..."
+        more = f"; {skipped} more refused from there not logged" if skipped else ""
+        log.warning(
+            "login refused for user %r from %s%s%s",
+            shown,
+            address or "this process (vm://)",
+            f" ({why})" if why else "",
+            more,
+        )
 
 
 def client_host(address: str | None) -> str | None:

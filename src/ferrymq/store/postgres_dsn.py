@@ -11,13 +11,13 @@ are dropped with a warning rather than refusing a file that ActiveMQ would load.
 from __future__ import annotations
 
 import logging
-import re
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ferrymq.store.base import StoreError
+from ferrymq.util.uri import redact_url
 
 _log = logging.getLogger(__name__)
 
@@ -40,15 +40,8 @@ USE_POSTGRESQL = (
     "point the data source's url at a PostgreSQL database "
     "(jdbc:postgresql://HOST:PORT/DATABASE), or use the embedded store: <kahaDB/>"
 )
-_PASSWORD = re.compile(r"(?i)(password=)[^&;\s]*")
-
-
-def redact(url: str) -> str:
-    """The url with any password replaced, for error messages and logs."""
-    parts = urlsplit(url) if "://" in url else None
-    if parts is not None and parts.password is not None:
-        url = url.replace(f":{parts.password}@", ":***@", 1)
-    return _PASSWORD.sub(r"\1***", url)
+redact = redact_url
+"""The url with any password replaced, for error messages and logs (the broker-wide helper)."""
 
 
 def conninfo_from_url(url: str, *, username: str | None = None, password: str | None = None) -> str:

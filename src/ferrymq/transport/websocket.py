@@ -15,8 +15,11 @@ What WebSocket adds:
   body would not be valid text);
 - the opening handshake picks the first subprotocol the client offers among the adapter's
   (STOMP: ``v12.stomp``, ``v11.stomp``, ``v10.stomp``, ``stomp``); a client that offers none of
-  them is served without one, as ActiveMQ's server does. Any request path is served and no
-  ``Origin`` is refused (ActiveMQ checks neither; put a reverse proxy in front to restrict them);
+  them is served without one, as ActiveMQ's server does. Any request path is served;
+- a handshake carrying an ``Origin`` (a browser's) that the listener's ``OriginPolicy`` does
+  not allow is refused with HTTP 403 (``util.origins``; the service chooses the policy, from
+  the connector's ``allowedOrigins`` and the broker's kind of login); a request without
+  ``Origin`` (not a browser) is always served;
 - ``close`` starts the closing handshake: the socket closes when the client answers the close
   frame, or after ``CLOSE_TIMEOUT_S``;
 - a message larger than ``max_message_bytes`` fails the connection (close code 1009). The
@@ -42,6 +45,7 @@ from websockets.typing import Subprotocol
 
 from ferrymq.transport.connection import ConnectionHandler, TransportConnection
 from ferrymq.transport.tcp import TcpListener
+from ferrymq.util.origins import ANY_ORIGIN, OriginPolicy
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +75,10 @@ class WebSocketConnection(TransportConnection):
         *,
         subprotocols: Sequence[str] = (),
         max_message_bytes: int | None = None,
+        origins: OriginPolicy = ANY_ORIGIN,
     ) -> None:
         super().__init__(handler)
+        self._origins = origins
         offered = frozenset(subprotocols)
 
         def select(_: ServerProtocol, asked: Sequence[Subprotocol]) -> Subprotocol | None:
@@ -117,7 +123,8 @@ class WebSocketConnection(TransportConnection):
 
     def _handshake(self, request: Request) -> None:
         ws = self._ws
-        response = ws.accept(request)
+        refusal = self._origin_refusal(request)
+        response = ws.accept(request) if refusal is None else ws.reject(403, refusal + "\n")
         ws.send_response(response)
         if response.status_code == 101:
             self.subprotocol = ws.subprotocol
@@ -127,8 +134,24 @@ class WebSocketConnection(TransportConnection):
                 "WebSocket handshake from %s refused (%d): %s",
                 self.remote_address,
                 response.status_code,
-                ws.handshake_exc,
+                refusal or ws.handshake_exc,
             )
+
+    def _origin_refusal(self, request: Request) -> str | None:
+        """Why the page that sent this handshake may not connect; None if it may."""
+        origins = request.headers.get_all("Origin")
+        if not origins:
+            return None
+        if len(origins) > 1:
+            return "the handshake carries several Origin headers"
+        if self._origins.allows(origins[0]):
+            return None
+        # The answer does not list the allowed origins: a prober learns nothing from it.
+        shown = origins[0][:200]
+        return (
+            f"Origin {shown!r} is not allowed on this listener "
+            "(its allowedOrigins URI option names the web pages it serves)"
+        )
 
     def _send_ws(self) -> None:
         """Put what the WebSocket protocol produced on the socket; its end of stream closes
@@ -221,10 +244,14 @@ class WebSocketListener(TcpListener):
         )
         self.subprotocols = tuple(subprotocols)
         self.max_message_bytes = max_message_bytes
+        self.origins: OriginPolicy = ANY_ORIGIN
+        """The browser pages served (a request without ``Origin`` always is); the service sets
+        it before ``start`` from the connector's ``allowedOrigins`` and the broker's logins."""
 
     def _protocol_factory(self) -> TransportConnection:
         return self._tracked(WebSocketConnection)(
             self._handler_factory(),
             subprotocols=self.subprotocols,
             max_message_bytes=self.max_message_bytes,
+            origins=self.origins,
         )

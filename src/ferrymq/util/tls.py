@@ -23,7 +23,7 @@ import shutil
 import ssl
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from cryptography import x509
@@ -61,6 +61,8 @@ PROTOCOLS = {
     "TLSv1.3": ssl.TLSVersion.TLSv1_3,
 }
 """``enabledProtocols`` names (JSSE's) and the versions they are."""
+_OLDEST = "TLSv1.2"
+"""TLS 1.0 and 1.1 are named only to be refused clearly (RFC 8996 deprecates them)."""
 
 
 class TlsError(Exception):
@@ -72,8 +74,8 @@ class KeyStore:
     """A keystore: where it is and the password that opens it (``None``: not encrypted)."""
 
     path: Path
-    password: str | None = None
-    key_password: str | None = None
+    password: str | None = field(default=None, repr=False)
+    key_password: str | None = field(default=None, repr=False)
     """ActiveMQ's ``keyStoreKeyPassword``: the private key's own password, when it differs."""
 
 
@@ -198,7 +200,7 @@ def _load_key_into(context: ssl.SSLContext, store: KeyStore) -> None:
 
 
 def protocol_range(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
-    """``enabledProtocols`` as the lowest and highest version (they must be consecutive)."""
+    """``enabledProtocols`` as the lowest and highest version; none older than TLS 1.2."""
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in PROTOCOLS]
     if unknown or not names:
@@ -208,12 +210,13 @@ def protocol_range(text: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
             f"(known: {known})"
         )
     order = list(PROTOCOLS)
-    positions = sorted(order.index(name) for name in set(names))
-    if positions != list(range(positions[0], positions[-1] + 1)):
+    old = [name for name in names if order.index(name) < order.index(_OLDEST)]
+    if old:
         raise TlsError(
-            f"transport.enabledProtocols: {text} leaves a gap; OpenSSL enables a range of "
-            "versions (list consecutive ones, e.g. TLSv1.2,TLSv1.3)"
+            f"transport.enabledProtocols: {', '.join(old)} is older than TLS 1.2 and refused "
+            "(RFC 8996 deprecates TLS 1.0 and 1.1); list TLSv1.2 and/or TLSv1.3"
         )
+    positions = sorted(order.index(name) for name in set(names))  # no gap is left to leave
     return PROTOCOLS[order[positions[0]]], PROTOCOLS[order[positions[-1]]]
 
 
@@ -244,6 +247,7 @@ def cipher_settings(text: str) -> tuple[str | None, bool]:
 
 
 def _restrict(context: ssl.SSLContext, options: TlsOptions) -> None:
+    context.minimum_version = PROTOCOLS[_OLDEST]  # whatever the system's OpenSSL allows
     if options.protocols is not None:
         lowest, highest = protocol_range(options.protocols)
         context.minimum_version, context.maximum_version = lowest, highest
@@ -267,6 +271,13 @@ def _restrict(context: ssl.SSLContext, options: TlsOptions) -> None:
             )
 
 
+_NO_CLIENT_TRUST = (
+    "needClientAuth/wantClientAuth without a trustStore would trust client certificates from "
+    'every public CA: give <sslContext trustStore="ca.pem"> the CA that issues your clients\' '
+    "certificates"
+)
+
+
 def new_server_context(options: TlsOptions) -> ssl.SSLContext:
     """A listener's context: its keystore, the clients it verifies, its versions and suites."""
     if options.key_store is None:
@@ -274,11 +285,12 @@ def new_server_context(options: TlsOptions) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _load_key_into(context, options.key_store)
     if options.need_client_auth or options.want_client_auth:
+        # The system's CAs would let anyone with a publicly issued certificate whose DN
+        # matches a certificate login's users file in (ActiveMQ trusts the JVM's cacerts).
+        if options.trust_store is None:
+            raise TlsError(_NO_CLIENT_TRUST)
         context.verify_mode = ssl.CERT_REQUIRED if options.need_client_auth else ssl.CERT_OPTIONAL
-        if options.trust_store is not None:
-            context.load_verify_locations(cadata=load_trust_store(options.trust_store))
-        else:
-            context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
+        context.load_verify_locations(cadata=load_trust_store(options.trust_store))
     _restrict(context, options)
     return context
 

@@ -29,6 +29,7 @@ __all__ = [
     "CompositeURI",
     "URIError",
     "parse_uri",
+    "redact_url",
 ]
 
 COMPOSITE_SCHEMES = frozenset(
@@ -56,7 +57,7 @@ class URIError(ValueError):
 
     def __str__(self) -> str:
         shown = f" at {self.part!r}" if self.part else ""
-        return f"{self.message}{shown} (position {self.position} of {self.uri!r})"
+        return f"{self.message}{shown} (position {self.position} of {redact_url(repr(self.uri))})"
 
 
 def _freeze(options: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -82,6 +83,9 @@ class URI:
 
     def __str__(self) -> str:
         return self.render(nested=False)
+
+    def __repr__(self) -> str:  # a repr reaches logs and tracebacks: no password in it
+        return f"URI({redact_url(str(self))!r})"
 
     def render(self, *, nested: bool) -> str:
         """Print; `nested` also encodes `,()` in the query so the URI can sit inside a composite."""
@@ -118,6 +122,9 @@ class CompositeURI:
 
     def __str__(self) -> str:
         return self.render(nested=False)
+
+    def __repr__(self) -> str:
+        return f"CompositeURI({redact_url(str(self))!r})"
 
     def render(self, *, nested: bool) -> str:
         """Print; a nested list without parentheses is only unambiguous with one member."""
@@ -298,3 +305,46 @@ def _render_query(options: Mapping[str, str], *, nested: bool) -> str:
     return "?" + "&".join(
         f"{quote(k, safe=safe)}={quote(v, safe=safe)}" for k, v in options.items()
     )
+
+
+_SECRET_OPTION = re.compile(r"(?i)(?:(?<=[?&;\s(])|^)[A-Za-z0-9_.\-]*password=")
+_USERINFO = re.compile(r"(?<=://)([^:/@\s?#(),]*):[^/\s?#]*@")
+_MASK = "***"
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'?")
+
+
+def redact_url(text: str) -> str:
+    """`text` with every password in it masked, for logs, the admin API and error messages.
+
+    Masks the value of each option whose name ends in "password" (any case: `keyStorePassword`,
+    `sslpassword`), at any nesting depth of a composite, and the password of `user:password@`.
+    It scans text rather than parsing it, so it also masks URLs that do not parse and URLs inside
+    a longer message. Inside parentheses a member's values have `,` and `)` percent-encoded (see
+    `_SAFE_NESTED`), so those end a value there; at the top level only `&` and white space do.
+    """
+    text = _USERINFO.sub(rf"\1:{_MASK}@", text)
+    out: list[str] = []
+    depth = 0
+    at = 0
+    while (match := _SECRET_OPTION.search(text, at)) is not None:
+        depth += _depth_change(text[at : match.start()])
+        out.append(text[at : match.end()] + _MASK)
+        at = _value_end(text, match.end(), nested=depth > 0)
+    out.append(text[at:])
+    return "".join(out)
+
+
+def _depth_change(text: str) -> int:
+    return text.count("(") - text.count(")")
+
+
+def _value_end(text: str, start: int, *, nested: bool) -> int:
+    """Where the option value starting at `start` ends; a libpq value may be quoted."""
+    if text.startswith("'", start):
+        quoted = _QUOTED.match(text, start)
+        return quoted.end() if quoted else len(text)
+    stops = "&\n\r\t ,)" if nested else "&\n\r\t "
+    at = start
+    while at < len(text) and text[at] not in stops:
+        at += 1
+    return at

@@ -11,6 +11,7 @@ handshake every handler shares, is here.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, cast
@@ -23,6 +24,7 @@ from ferrymq.core.consumer import Consumer
 from ferrymq.core.effects import Delivery
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
+from ferrymq.security.api import Subject
 from ferrymq.service.connection import BrokerConnection
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.errors import RemoteProtocolError
@@ -45,7 +47,7 @@ class _AwaitingConnect:
     def handle(self, event: object) -> bool:
         match event:
             case Connect():
-                self.link.on_connect(event)
+                return self.link.on_connect(event)
             case Disconnect():
                 self.link.on_disconnect(event)
         return False
@@ -76,6 +78,7 @@ class StompConverter:
         """A delivery as a MESSAGE frame (the renderer's method itself: the hot path)."""
         self._grace = grace
         self._cluster_updates = 0
+        self._login: asyncio.Future[Subject | None] | None = None
         self.requests: RequestHandler = _AwaitingConnect(self)
         self.handle: Callable[[object], bool] = self.requests.handle
         """Carry out one decoded frame: the current request handler's method itself."""
@@ -111,9 +114,21 @@ class StompConverter:
 
     # -- CONNECT and DISCONNECT ---------------------------------------------------------------
 
-    def on_connect(self, event: Connect) -> None:
+    def on_connect(self, event: Connect) -> bool:
+        """Answer CONNECT once its login is known: True (hold everything) while it is checked
+        off the loop; the connection hands this CONNECT back when the answer is in."""
         connection = self.connection
-        self.requests, extra = choose_requests(self, self, self.connector, event)
+        login, self._login = self._login, None
+        if login is None:
+            login = self.service.security.begin_login(
+                connection.transport, event.login, event.passcode
+            )
+            if not login.done():
+                self._login = login
+                connection.hold(login)
+                return True
+        subject = login.result()  # a refused login raises its fatal BrokerError here
+        self.requests, extra = choose_requests(self, self, self.connector, event, subject)
         self.handle = self.requests.handle
         self.renderer.version = event.version
         client_sends, client_wants = event.heart_beat
@@ -131,6 +146,7 @@ class StompConverter:
             ),
             None,
         )
+        return False
 
     def on_disconnect(self, event: Disconnect) -> None:
         connection = self.connection

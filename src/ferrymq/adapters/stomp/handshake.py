@@ -5,36 +5,50 @@ master/slave slave (``ferrymq.replication:true``: it gets the replication stream
 else), another broker's network bridge (``ferrymq.network-bridge``: the brokers exchange ids and
 URLs, and a cluster peer joins the list failover clients are given) or an application client.
 Each of them authenticates first (``service.security``: a failed login is a fatal ERROR in
-ActiveMQ's words, held back after repeated failures). Any of them may ask for cluster updates
+ActiveMQ's words, slowed down after repeated failures).  With authentication configured, a
+slave and a bridge are trusted with everything (the whole store, message ids, the URLs failover
+clients are sent to), so they must log in as a member of the broker's privileged group (the
+admin group, ``admins`` unless ``ferrymq broker --admin-group`` says otherwise, as ActiveMQ's
+examples give network connectors the ``system`` user in ``admins``); anyone else asking is
+refused with a fatal ERROR. Any of them may ask for cluster updates
 (``ferrymq.cluster-updates:true``), the brokers a failover client may use (ActiveMQ's
 updateClusterClients).
 """
 
 from __future__ import annotations
 
+import logging
+
 from ferrymq.adapters.stomp.base import RequestHandler, StompLink
 from ferrymq.adapters.stomp.network import BridgeRequests
 from ferrymq.adapters.stomp.replication import ReplicationRequests
 from ferrymq.adapters.stomp.requests import ClientRequests
 from ferrymq.core.errors import BrokerError
+from ferrymq.security.api import Subject
 from ferrymq.service.cluster import ClusterClient
 from ferrymq.service.connection import BridgePeer
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.events import Connect
 
+log = logging.getLogger(__name__)
+
 
 def choose_requests(
-    link: StompLink, cluster_client: ClusterClient, connector: str, event: Connect
+    link: StompLink,
+    cluster_client: ClusterClient,
+    connector: str,
+    event: Connect,
+    subject: Subject | None,
 ) -> tuple[RequestHandler, dict[str, str]]:
-    """The handler for this CONNECT, and the headers its CONNECTED frame adds."""
+    """The handler for this CONNECT (whose login proved ``subject``: None without
+    authentication), and the headers its CONNECTED frame adds."""
     service = link.service
     connection = link.connection
     headers = event.headers
     requests: RequestHandler
     extra: dict[str, str] = {}
     transport = connection.transport
-    # Every kind of connection proves who it is first: a slave and a bridge too.
-    subject = service.security.login(transport, event.login, event.passcode)
+    _check_privileged(link, event, subject)
     if headers.get(h.FERRYMQ_REPLICATION) == "true":
         name = headers.get(h.FERRYMQ_REPLICA) or connection.connection_id
         requests = ReplicationRequests(link, name)
@@ -80,3 +94,25 @@ def _bridge_handshake(link: StompLink, headers: dict[str, str]) -> dict[str, str
     if headers.get(h.FERRYMQ_DUPLEX) == "true":
         connection.duplex_peer = BridgePeer(broker_id, name)
     return extra
+
+
+def _check_privileged(link: StompLink, event: Connect, subject: Subject | None) -> None:
+    """A slave or a bridge must be a member of the privileged group (with authentication)."""
+    headers = event.headers
+    if headers.get(h.FERRYMQ_REPLICATION) == "true":
+        role = "attach as a pure master/slave slave"
+    elif h.FERRYMQ_NETWORK_BRIDGE in headers:
+        role = "open a network bridge"
+    else:
+        return
+    group = link.service.security.privileged_group
+    if subject is None or group in subject.groups:
+        return
+    transport = link.connection.transport
+    address = transport.remote_address if transport is not None else None
+    message = (
+        f"user {subject.user} may not {role}: that needs membership of group {group} "
+        "(ferrymq broker --admin-group)"
+    )
+    log.warning("%s; refused from %s", message, address or "this process (vm://)")
+    raise BrokerError(message, fatal=True)

@@ -30,7 +30,7 @@ from ferrymq.stomp.constants import (
     FERRYMQ_REBALANCE,
     FERRYMQ_RECONNECT_TO,
 )
-from ferrymq.util.uri import URI, URIError, parse_uri
+from ferrymq.util.uri import URI, URIError, parse_uri, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +57,13 @@ async def read_uri_list(location: str) -> list[URI] | None:
         async with asyncio.timeout(READ_TIMEOUT_S + 1):
             text = await asyncio.to_thread(_read, location)
     except (OSError, ValueError, TimeoutError) as exc:
-        log.warning("cannot read updateURIsURL %s (%s); keeping the previous list", location, exc)
+        log.warning(
+            "cannot read updateURIsURL %s (%s); keeping the previous list",
+            redact_url(location),
+            exc,
+        )
         return None
-    return parse_broker_list(" ".join(text.split()), source=f"updateURIsURL {location}")
+    return parse_broker_list(" ".join(text.split()), source=f"updateURIsURL {redact_url(location)}")
 
 
 def parse_broker_list(text: str, *, source: str) -> list[URI] | None:
