@@ -84,6 +84,45 @@ def test_without_an_admin_api_the_report_says_what_is_left(tmp_path: Path) -> No
     assert "no admin API at http://127.0.0.1:" in data["cleanup"]
 
 
+SECURED_XML = """\
+<beans xmlns="http://www.springframework.org/schema/beans">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="localhost">
+    <plugins>
+      <simpleAuthenticationPlugin>
+        <users>
+          <authenticationUser username="admin" password="bench-admin-pw" groups="admins"/>
+        </users>
+      </simpleAuthenticationPlugin>
+    </plugins>
+  </broker>
+</beans>
+"""
+
+
+def test_a_secured_broker_is_cleaned_up_with_the_admin_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The admin API of a broker with authentication takes writes from its admin group only:
+    bench logs in as --admin-user (password from $FERRYMQ_ADMIN_PASSWORD, as every command)."""
+    admin_port = free_port()
+    broker = BrokerProcess(
+        tmp_path / "data",
+        config_xml=SECURED_XML,
+        extra_args=["--admin", f"127.0.0.1:{admin_port}"],
+    )
+    login = ("--login", "admin", "--passcode", "bench-admin-pw")
+    admin = ("--admin", f"127.0.0.1:{admin_port}")
+    with broker:
+        monkeypatch.delenv("FERRYMQ_ADMIN_USER", raising=False)
+        refused = bench(broker.url, *login, *admin)
+        monkeypatch.setenv("FERRYMQ_ADMIN_PASSWORD", "bench-admin-pw")
+        cleaned = bench(broker.url, *login, *admin, "--admin-user", "admin")
+    assert refused["cleanup"].startswith("left: "), refused["cleanup"]
+    assert "HTTP 401" in refused["cleanup"]
+    assert "--admin-user" in refused["cleanup"]
+    assert cleaned["cleanup"].startswith("removed through the admin API"), cleaned["cleanup"]
+
+
 # ---- ActiveMQ, as benchmarks/compare.sh runs it ----
 
 BENCH_ACTIVEMQ_XML = Path(__file__).parents[2] / "benchmarks" / "activemq" / "activemq.xml"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from urllib.parse import quote
 
 from ferrymq.bench.options import Endpoint
@@ -32,6 +32,7 @@ def remove_destinations(
     server: str | None,
     admin_url: str | None,
     destinations: Sequence[str],
+    headers: Mapping[str, str] | None = None,
 ) -> str:
     """Remove ``destinations`` (``/queue/NAME``, ``/topic/NAME``); a sentence for the report."""
     if not destinations:
@@ -45,9 +46,11 @@ def remove_destinations(
         )
     url = admin_url or f"http://{_host(endpoint.host)}:{DEFAULT_ADMIN_PORT}"
     try:
-        removed = _remove(url, destinations)
+        removed = _remove(url, destinations, dict(headers or {}))
     except urllib.error.HTTPError as exc:
-        reason = f"the admin API at {url} answered HTTP {exc.code}; pass --admin"
+        reason = f"the admin API at {url} answered HTTP {exc.code}; pass --admin" + (
+            " and --admin-user (a user of its admin group)" if exc.code in (401, 403) else ""
+        )
     except urllib.error.URLError as exc:
         reason = f"no admin API at {url}: {exc.reason}; pass --admin HOST:PORT"
     except (OSError, ValueError) as exc:
@@ -59,19 +62,22 @@ def remove_destinations(
     return f"left: {listed} ({reason})"
 
 
-def _remove(url: str, destinations: Sequence[str]) -> list[str]:
+def _remove(url: str, destinations: Sequence[str], headers: dict[str, str]) -> list[str]:
     """DELETE each of ``destinations`` that the admin API lists (a topic nobody subscribes to
     any more may be gone already); the ones removed."""
     removed = []
-    for kind, name in _listed(url, destinations):
-        _delete(url, kind, name)
+    for kind, name in _listed(url, destinations, headers):
+        _delete(url, kind, name, headers)
         removed.append(f"/{kind}/{name}")
     return removed
 
 
-def _listed(url: str, destinations: Sequence[str]) -> list[tuple[str, str]]:
+def _listed(
+    url: str, destinations: Sequence[str], headers: dict[str, str]
+) -> list[tuple[str, str]]:
     """The ``(type, name)`` of each of ``destinations`` that the admin API lists."""
-    with urllib.request.urlopen(f"{url}/api/v1/destinations", timeout=HTTP_TIMEOUT_S) as answer:
+    listing = urllib.request.Request(f"{url}/api/v1/destinations", headers=headers)
+    with urllib.request.urlopen(listing, timeout=HTTP_TIMEOUT_S) as answer:
         rows = json.load(answer).get("destinations", [])
     wanted = set(destinations)
     return [
@@ -81,12 +87,12 @@ def _listed(url: str, destinations: Sequence[str]) -> list[tuple[str, str]]:
     ]
 
 
-def _delete(url: str, kind: str, name: str) -> None:
+def _delete(url: str, kind: str, name: str, headers: dict[str, str]) -> None:
     request = urllib.request.Request(
         f"{url}/api/v1/destinations/{quote(kind, safe='')}/{quote(name, safe='')}",
         method="DELETE",
         # The admin API takes a write only with this type (a browser's form post cannot).
-        headers={"Content-Type": "application/json"},
+        headers={**headers, "Content-Type": "application/json"},
     )
     try:
         with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_S):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 DEFAULT_PORT = 61613
@@ -102,6 +102,8 @@ class BenchOptions:
     """FerryMQ's admin API (``http://host:port``), through which the run removes the
     destinations it created; None: the default admin port on the broker's host, if the broker
     is FerryMQ."""
+    admin_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """Sent with each admin API request (a secured broker's basic auth)."""
     cleanup: bool = True
     """Remove the run's destinations at the end (see ``ferrymq.bench.cleanup``)."""
 

@@ -72,7 +72,11 @@ def run_bench(
     finally:
         if options.cleanup:
             report.cleanup = remove_destinations(
-                options.endpoint, server, options.admin_url, report.destinations
+                options.endpoint,
+                server,
+                options.admin_url,
+                report.destinations,
+                dict(options.admin_headers),
             )
             if progress is not None:
                 progress(f"destinations: {report.cleanup}")

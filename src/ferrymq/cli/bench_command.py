@@ -23,7 +23,15 @@ from ferrymq.bench import (
 )
 from ferrymq.bench import plot as bench_plot
 from ferrymq.bench.options import tls_query
-from ferrymq.cli.admin_client import FORMS, AdminAddressError, admin_base_url
+from ferrymq.cli.admin_client import (
+    FORMS,
+    AdminAddressError,
+    AdminCredentialsError,
+    add_credential_options,
+    admin_base_url,
+    auth_headers,
+    credentials_from,
+)
 from ferrymq.cli.progress import Progress, add_progress_argument
 
 
@@ -107,6 +115,7 @@ def _add_after_run_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"FerryMQ's admin API ({FORMS}), through which the run removes the destinations "
         "it created (default: port 8161 on the broker's host, for a FerryMQ broker)",
     )
+    add_credential_options(parser)
     parser.add_argument(
         "--keep-destinations",
         action="store_true",
@@ -136,6 +145,7 @@ def options_from_args(args: argparse.Namespace) -> BenchOptions:
         broker_pids=(args.broker_pid,) if args.broker_pid is not None else (),
         label=args.label,
         admin_url=None if args.admin is None else admin_base_url(args.admin),
+        admin_headers=tuple(auth_headers(credentials_from(args)).items()),
         cleanup=not args.keep_destinations,
     )
 
@@ -178,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             bench_plot.check_available()
             earlier = bench_plot.load_reports(args.compare)
         report = run_bench(options, progress=progress.line, meter=progress.meter)
-    except (BenchOptionError, BrokerError, AdminAddressError) as exc:
+    except (BenchOptionError, BrokerError, AdminAddressError, AdminCredentialsError) as exc:
         progress.line(str(exc))
         return 2
     except (OSError, ValueError) as exc:  # an unreadable --compare report
