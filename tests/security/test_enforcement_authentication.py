@@ -5,6 +5,7 @@ admin API and ``ferrymq connections`` show the user, its groups and the client's
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -18,10 +19,13 @@ import pytest
 
 import stomp
 from ferrymq.cli.main import main
+from ferrymq.client import connect
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.model import AdminConfig
 from ferrymq.core.destination import Destination
+from ferrymq.embedded import embedded_broker
 from ferrymq.security.api import Operation, Subject
+from ferrymq.service import security as service_security
 from ferrymq.testing import BrokerThread, broker_config
 from tests.fuzz.wire import RawConnection, connect_frame, frame
 from tests.interop.conftest import Collector
@@ -148,8 +152,25 @@ def test_a_throttled_address_waits_before_a_success_too(broker: BrokerThread) ->
     assert good_login(broker.port, "user", "password") < 0.25  # forgiven
 
 
-def test_a_third_login_in_progress_from_one_address_is_refused(broker: BrokerThread) -> None:
-    for n in range(3):
+def test_logins_beyond_those_checked_at_once_wait_their_turn(broker: BrokerThread) -> None:
+    """A pool of honest clients opening at once from one host (or failover clients coming back
+    after a restart) all get in: two are checked at a time, the others wait, none is refused."""
+    raws = [RawConnection(broker.port) for _ in range(6)]
+    try:
+        for raw in raws:
+            raw.send(connect_frame("1.2", ("login", "user"), ("passcode", "password")))
+        answers = [raw.read_frame(timeout_s=15) for raw in raws]
+    finally:
+        for raw in raws:
+            raw.close()
+    assert [a.command if a else None for a in answers] == ["CONNECTED"] * 6
+
+
+def test_a_full_login_queue_refuses_more(
+    broker: BrokerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service_security, "QUEUED_PER_ADDRESS", 2)
+    for n in range(3):  # the next tries from this address wait before their check
         refused_login(broker.port, "user", f"guess{n}")
     raws = [RawConnection(broker.port) for _ in range(3)]
     try:
@@ -161,7 +182,7 @@ def test_a_third_login_in_progress_from_one_address_is_refused(broker: BrokerThr
             raw.close()
     messages = sorted(r[0].message for r in replies)
     assert messages[0] == "User name [user] or password is invalid.", messages
-    assert messages[-1].startswith("too many logins in progress from this address"), messages
+    assert messages[-1].startswith("too many logins waiting from this address"), messages
 
 
 def test_the_refused_login_log_is_short_and_rate_limited(
@@ -300,3 +321,14 @@ def test_frames_sent_with_connect_wait_for_its_login(broker: BrokerThread) -> No
         assert [r.command for r in replies] == expected, replies
         queue = broker.call(lambda: service.region.queues.get(Destination.queue("behind")))
         assert queue is None  # the SEND was never handled: not even before the refusal
+
+
+async def test_in_process_clients_log_in_together(tmp_path: Path) -> None:
+    """vm:// clients have no address: an application opening many at once is never refused."""
+    async with embedded_broker(xml=security_xml(), name="vmauth", persistent=False):
+        connections = await asyncio.gather(
+            *(connect("vm://vmauth", login="user", passcode="password") for _ in range(8))
+        )
+        for connection in connections:
+            await connection.disconnect()
+    assert len(connections) == 8

@@ -74,6 +74,11 @@ def subscribe(raw: RawConnection, receipt: str, destination: str, sub_id: str) -
     return answer(raw, "SUBSCRIBE", receipt, ("destination", destination), ("id", sub_id))
 
 
+def browse(raw: RawConnection, receipt: str, destination: str) -> Reply:
+    headers = (("destination", destination), ("id", receipt), ("browser", "true"))
+    return answer(raw, "SUBSCRIBE", receipt, *headers)
+
+
 def quiet(raw: RawConnection) -> Reply | None:
     """The next frame within ``QUIET_S``, None if there is none."""
     try:
@@ -246,6 +251,9 @@ def test_another_connections_temporary_queue_cannot_be_consumed(broker: BrokerTh
         answer = subscribe(thief, "t2", reply_to, "steal")
         assert answer.command == "ERROR", answer
         assert answer.message.startswith("Cannot subscribe to remote temporary destination: ")
+        peek = browse(thief, "t4", reply_to)  # nor may it look at what waits there
+        assert peek.command == "ERROR", peek
+        assert peek.message.startswith("Cannot subscribe to remote temporary destination: ")
         ok(send(thief, "t3", reply_to))  # replying is what a reply-to is for
         assert requester.expect("MESSAGE").body == b"x"
         assert quiet(thief) is None

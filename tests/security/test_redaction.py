@@ -35,6 +35,9 @@ SECRET = "SECRETPW"
         f"postgresql://u:{SECRET}@h/db",
         f"host=h sslpassword='{SECRET} x' dbname=d",
         f"masterConnector 'ssl://h:1?keyStorePassword={SECRET}' refused",
+        f"stomp://alice@example.com:{SECRET}@h:61613",  # "@" in the user name
+        f"ssl://h:1?key%53torePassword={SECRET}",  # a name the parser would decode
+        f"ssl://h:1?keyStore%50assword={SECRET}",
     ],
 )
 def test_every_password_in_a_url_is_masked(url: str) -> None:

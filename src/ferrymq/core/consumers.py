@@ -135,7 +135,9 @@ class Consumers:
             container.dispatch()
 
     def authorize_browse(self, state: ConnectionState, browser: Consumer) -> None:
-        """A browser reads its queue (and creates nothing), checked before it is answered."""
+        """A browser reads its queue (and creates nothing), checked before it is answered;
+        another connection's temporary queue is refused to it as to a consumer."""
+        check_temporary_owner(state, browser.network, browser.destination)
         if state.guard is not None:
             state.guard.check_consume(browser.destination, lambda _: True)
 

@@ -18,6 +18,7 @@ authentication any login is accepted at once, as in ActiveMQ, and the login is o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -48,6 +49,57 @@ LOGIN_THREADS: Final = max(1, min(4, (os.cpu_count() or 2) - 1))
 LOGGED_LOGIN_CHARS: Final = 64
 REFUSAL_LOG_INTERVAL_S: Final = 10.0
 """One refused-login line per address in this time; the others are counted in the next."""
+CHECKED_PER_ADDRESS: Final = 2
+"""Logins of one address checked at once; the others wait their turn, so a guesser's parallel
+connections gain nothing and a pool of honest clients opening at once is only queued."""
+QUEUED_PER_ADDRESS: Final = 64
+"""Logins of one address waiting or being checked; beyond it a login is refused."""
+QUEUED_LOGINS: Final = 1024
+"""Logins of all addresses waiting or being checked; beyond it a login is refused."""
+
+
+class LoginQueue:
+    """Turns for the password check, per client address (an IPv6 /64 counts as one).
+
+    A login beyond ``CHECKED_PER_ADDRESS`` waits, not refused: a connection pool or failover
+    clients reconnecting from one host after a restart all get in. Only a queue beyond its
+    bounds is refused. In-process (``vm://``) clients have no address and take no turn.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[str, asyncio.Semaphore] = {}
+        self._queued: dict[str, int] = {}
+        self._total = 0
+
+    def enter(self, address: str | None) -> str | None:
+        """The key of the turn to wait for; raises a fatal ``BrokerError`` when full."""
+        if address is None:
+            return None
+        key = address_key(address)
+        queued = self._queued.get(key, 0)
+        if queued >= QUEUED_PER_ADDRESS or self._total >= QUEUED_LOGINS:
+            raise BrokerError(
+                "too many logins waiting from this address; try again later", fatal=True
+            )
+        self._queued[key] = queued + 1
+        self._total += 1
+        return key
+
+    def turn(self, key: str | None) -> asyncio.Semaphore | contextlib.nullcontext[None]:
+        if key is None:
+            return contextlib.nullcontext()
+        return self._turns.setdefault(key, asyncio.Semaphore(CHECKED_PER_ADDRESS))
+
+    def leave(self, key: str | None) -> None:
+        if key is None:
+            return
+        self._total -= 1
+        left = self._queued[key] - 1
+        if left:
+            self._queued[key] = left
+        else:  # nobody else holds or waits for its turn
+            del self._queued[key]
+            self._turns.pop(key, None)
 
 
 class LoginRefusedError(BrokerError):
@@ -73,6 +125,7 @@ class BrokerSecurity:
         self._refusals = _RefusalLog()
         self._pool: ThreadPoolExecutor | None = None
         self._logins: set[asyncio.Task[Subject | None]] = set()
+        self._queue = LoginQueue()
         self.authenticator: Authenticator | None = None
         self.use(authenticator, authorizer)
 
@@ -130,31 +183,44 @@ class BrokerSecurity:
         address, login = credentials.remote_address, credentials.login
         host, user = client_host(address), login or ""  # "": one user, not any
         throttle = self.throttle
-        if not throttle.begin(host):
-            self._refusals.refused(login, address, "too many logins in progress")
-            raise BrokerError(
-                "too many logins in progress from this address; try again later", fatal=True
-            )
         try:
-            wait_s = throttle.wait_s(host, user, time.monotonic())
-            if wait_s > 0:
-                await asyncio.sleep(wait_s)
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(LOGIN_THREADS, thread_name_prefix="ferrymq-login")
-            loop = asyncio.get_running_loop()
-            try:
-                subject = await loop.run_in_executor(
-                    self._pool, authenticator.authenticate, credentials
-                )
-            except AuthenticationError as error:
-                throttle.failed(host, time.monotonic(), user)
-                why = f"checked after {wait_s:.2f} s: repeated failures" if wait_s else ""
-                self._refusals.refused(login, address, why)
-                raise LoginRefusedError(error) from None
+            key = self._queue.enter(host)
+        except BrokerError:
+            self._refusals.refused(login, address, "too many logins waiting")
+            raise
+        try:
+            async with self._queue.turn(key):
+                wait_s = throttle.wait_s(host, user, time.monotonic())
+                if wait_s > 0:
+                    await asyncio.sleep(wait_s)
+                subject = await self._check(authenticator, credentials, host, user, wait_s)
         finally:
-            throttle.end(host)
+            self._queue.leave(key)
         throttle.succeeded(host, user)
         return subject
+
+    async def _check(
+        self,
+        authenticator: Authenticator,
+        credentials: Credentials,
+        host: str | None,
+        user: str,
+        wait_s: float,
+    ) -> Subject | None:
+        """The password check, on the login threads (a hash is slow on purpose)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(LOGIN_THREADS, thread_name_prefix="ferrymq-login")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._pool, authenticator.authenticate, credentials)
+        except AuthenticationError as error:
+            self.throttle.failed(host, time.monotonic(), user)
+            why = f"checked after {wait_s:.2f} s: repeated failures" if wait_s else ""
+            self._refusals.refused(credentials.login, credentials.remote_address, why)
+            raise LoginRefusedError(error) from None
+        except Exception as exc:  # the pool stopping, a module failing: not the client's doing
+            log.error("checking a login failed: %s", exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            raise BrokerError("the broker could not check the login", fatal=True) from None
 
     async def close(self) -> None:
         """The broker stops: logins in progress are abandoned, the threads end."""

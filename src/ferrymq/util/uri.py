@@ -307,8 +307,13 @@ def _render_query(options: Mapping[str, str], *, nested: bool) -> str:
     )
 
 
-_SECRET_OPTION = re.compile(r"(?i)(?:(?<=[?&;\s(])|^)[A-Za-z0-9_.\-]*password=")
-_USERINFO = re.compile(r"(?<=://)([^:/@\s?#(),]*):[^/\s?#]*@")
+# "password", each letter also as the parser would decode it (%70 or %50 for "p", ...).
+_PASSWORD_LETTERS = "".join(f"(?:{c}|%{ord(c):02x}|%{ord(c.upper()):02x})" for c in "password")
+_SECRET_OPTION = re.compile(
+    rf"(?i)(?:(?<=[?&;\s(])|^)(?:[A-Za-z0-9_.\-]|%[0-9a-f]{{2}})*{_PASSWORD_LETTERS}="
+)
+# The user part may hold "@" (alice@example.com:secret@host): the password runs to the last "@".
+_USERINFO = re.compile(r"(?<=://)([^:/\s?#(),]*):[^/\s?#]*@")
 _MASK = "***"
 _QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'?")
 
