@@ -96,3 +96,26 @@ async def test_the_broker_warns_at_start(tmp_path: Path, caplog: pytest.LogCaptu
     assert "stomp listener" in loud[0]
     assert "admin API" in loud[1]
     assert "anonymousAccessAllowed" in loud[1]
+
+
+@pytest.mark.parametrize("kind", ["anonymous", "guest"])
+def test_clients_without_a_password_in_the_privileged_group_are_warned_about(
+    tmp_path: Path, kind: str
+) -> None:
+    """Even on loopback: such a client could attach as a slave and copy the whole store."""
+    if kind == "anonymous":
+        xml = SIMPLE.format(anonymous="true", port=61613).replace(
+            'anonymousAccessAllowed="true"',
+            'anonymousAccessAllowed="true" anonymousGroup="admins"',
+        )
+        path = tmp_path / "activemq.xml"
+        path.write_text(xml.replace("0.0.0.0", "127.0.0.1"))
+    else:
+        guest = GUEST.format(invalidate="").replace('guest.group="guests"', 'guest.group="admins"')
+        path = _jaas(tmp_path, guest)
+        path.write_text(JAAS.replace("0.0.0.0", "127.0.0.1"))
+    (line,) = exposure_warnings(load_config(path), authenticated=True)
+    assert line.startswith("SECURITY WARNING: clients without a password get group admins")
+    assert "attach as a pure master/slave slave" in line
+    renamed = replace(load_config(path), admin=replace(load_config(path).admin, admin_group="ops"))
+    assert exposure_warnings(renamed, authenticated=True) == []

@@ -23,7 +23,7 @@ from ferrymq.config.model import BrokerConfig
 from ferrymq.config.security import JaasAuthenticationConfig, SimpleAuthenticationConfig
 from ferrymq.util.uri import redact_url
 
-__all__ = ["exposure_warnings", "is_loopback"]
+__all__ = ["exposure_warnings", "is_loopback", "privileged_door_warning"]
 
 _EVERY_INTERFACE = frozenset({"", "0.0.0.0", "::", "*"})
 _NO_SOCKET = frozenset({"vm"})
@@ -98,14 +98,47 @@ def _exposed_listeners(config: BrokerConfig, door: str | None) -> Iterator[str]:
         )
 
 
+def _unnamed_groups(config: BrokerConfig) -> set[str]:
+    """The groups a client who gives no (or any) password gets."""
+    plugin = config.security.authentication if config.security is not None else None
+    if isinstance(plugin, SimpleAuthenticationConfig) and plugin.anonymous_access_allowed:
+        return {g.strip() for g in plugin.anonymous_group.split(",") if g.strip()}
+    if isinstance(plugin, JaasAuthenticationConfig):
+        return {
+            group.strip()
+            for module in plugin.login.modules
+            if module.class_name.rsplit(".", 1)[-1] == "GuestLoginModule"
+            for group in (module.option("org.apache.activemq.jaas.guest.group") or "").split(",")
+            if group.strip()
+        }
+    return set()
+
+
+def privileged_door_warning(config: BrokerConfig) -> str | None:
+    """The privileged group (bridges, slaves, the admin API's writes) given to clients without
+    a password: anyone could copy the whole store as a slave or redirect failover clients."""
+    group = config.admin.admin_group
+    if _open_door(config) is None or group not in _unnamed_groups(config):
+        return None
+    return (
+        f"SECURITY WARNING: clients without a password get group {group}, the privileged group: "
+        "anyone may attach as a pure master/slave slave (a copy of every message), open network "
+        "bridges, tell failover clients where to go and use the admin API's writes; give the "
+        "anonymous or guest user another group, or choose another with --admin-group"
+    )
+
+
 def exposure_warnings(config: BrokerConfig, authenticated: bool) -> list[str]:
     """One loud line per listener bound beyond loopback, when no authentication is
-    configured or the configured one admits everyone; none otherwise."""
+    configured or the configured one admits everyone; none otherwise. And one line, wherever
+    the broker listens, when clients without a password get the privileged group."""
+    privileged = privileged_door_warning(config)
+    lines = [] if privileged is None else [privileged]
     door = _open_door(config)
     if authenticated and door is None:
-        return []
+        return lines
     fix = _FIX if door is None else _FIX_DOOR
-    lines = [f"SECURITY WARNING: {line}; {fix}" for line in _exposed_listeners(config, door)]
+    lines += [f"SECURITY WARNING: {line}; {fix}" for line in _exposed_listeners(config, door)]
     admin = config.admin
     if admin.enabled and not is_loopback(admin.host):
         what = (
