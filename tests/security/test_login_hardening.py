@@ -13,12 +13,15 @@ import pytest
 
 from ferrymq.cli.main import main
 from ferrymq.config import ConfigError
+from ferrymq.core.errors import BrokerError
 from ferrymq.security import properties_files
 from ferrymq.security.api import AuthenticationError, Authenticator, Credentials
 from ferrymq.security.build import security_for
 from ferrymq.security.dn import java_style_dn
 from ferrymq.security.passwords import hash_password
 from ferrymq.security.throttle import LoginThrottle, address_key
+from ferrymq.service import security as service_security
+from ferrymq.service.security import LoginQueue
 from tests.security.test_authentication import JAAS, PROPERTIES, _broker, _login_config
 
 CERTIFICATES = (
@@ -50,14 +53,17 @@ def test_ipv6_addresses_count_per_64() -> None:
     assert address_key("127.0.0.1") == "127.0.0.1"
 
 
-def test_at_most_two_logins_of_one_address_are_in_progress() -> None:
-    throttle = LoginThrottle()
-    assert throttle.begin("10.0.0.1")
-    assert throttle.begin("10.0.0.1")
-    assert not throttle.begin("10.0.0.1")
-    assert throttle.begin("10.0.0.2")
-    throttle.end("10.0.0.1")
-    assert throttle.begin("10.0.0.1")
+def test_the_login_queue_of_one_address_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service_security, "QUEUED_PER_ADDRESS", 2)
+    queue = LoginQueue()
+    first = queue.enter("2001:db8:1:2::1")
+    assert queue.enter("2001:db8:1:2::9") == first  # one place in line per /64
+    with pytest.raises(BrokerError, match="too many logins waiting"):
+        queue.enter("2001:db8:1:2::1")
+    assert queue.enter("10.0.0.2") is not None
+    queue.leave(first)
+    assert queue.enter("2001:db8:1:2::1") == first
+    assert queue.enter(None) is None  # in-process clients take no turn
 
 
 def _timed(authenticator: Authenticator, login: str) -> float:

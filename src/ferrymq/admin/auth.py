@@ -34,7 +34,7 @@ from typing import Final
 from ferrymq.admin.routing import READ_METHODS, Response, error_response
 from ferrymq.config.model import AdminConfig
 from ferrymq.security.api import AuthenticationError, Authenticator, Credentials, Subject
-from ferrymq.security.throttle import LoginThrottle
+from ferrymq.security.throttle import LoginThrottle, address_key
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +62,12 @@ class AdminAccess:
     metrics_open: bool = False
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
     max_pending_logins: int = MAX_PENDING_LOGINS
-    _pending: Counter[str | None] = field(default_factory=Counter, init=False, repr=False)
+    _pending: Counter[str] = field(default_factory=Counter, init=False, repr=False)
+    """Logins in progress per ``address_key`` (an IPv6 /64 counts as one address)."""
 
     def pending(self, address: str | None) -> int:
         """Logins from ``address`` in progress (waiting out the throttle or being checked)."""
-        return self._pending[address]
+        return self._pending[address_key(address)]
 
     async def admit(
         self, method: str, path: str, authorization: str | None, address: str | None
@@ -77,15 +78,16 @@ class AdminAccess:
             return None
         if authorization is None:
             return error_response(401, _NEEDED, CHALLENGE)
-        if self._pending[address] >= self.max_pending_logins:
+        key = address_key(address)
+        if self._pending[key] >= self.max_pending_logins:
             return _too_many_logins(address, self.max_pending_logins)
-        self._pending[address] += 1
+        self._pending[key] += 1
         try:
             return await self._login(method, path, authorization, address)
         finally:
-            self._pending[address] -= 1
-            if self._pending[address] <= 0:
-                del self._pending[address]
+            self._pending[key] -= 1
+            if self._pending[key] <= 0:
+                del self._pending[key]
 
     async def _login(
         self, method: str, path: str, authorization: str, address: str | None

@@ -6,11 +6,12 @@ success waits as long as a failure would, so that a guesser cannot take "no answ
 password" and move on.  Failures are counted per address and user (a success forgives only that
 pair: a valid low-privilege account does not reset the count of the one being guessed) and per
 address (more free failures there: several people behind one NAT mistype too); IPv6 addresses
-count per /64, the block one subscriber is usually given.  At most ``max_pending`` logins of one
-address are in progress at once, so parallel connections do not multiply the guessing rate.
+count per /64, the block one subscriber is usually given (``address_key``).  How many logins of
+one address are checked at once is the enforcing code's business (``service.security.LoginQueue``,
+``admin.auth.AdminAccess``).
 
-The enforcing code (the admin API's basic auth, a protocol adapter's CONNECT) calls ``begin``,
-waits ``wait_s``, checks, records ``failed`` or ``succeeded``, then ``end``.  Time comes in as an
+The enforcing code (the admin API's basic auth, a protocol adapter's CONNECT) waits ``wait_s``,
+checks, then records ``failed`` or ``succeeded``.  Time comes in as an
 argument (monotonic seconds), so the policy is tested without a clock; the tables are bounded,
 dropping the longest-quiet entry first, so a spray of source addresses cannot grow them.
 """
@@ -34,8 +35,6 @@ MAX_DELAY_S: Final = 5.0
 FORGET_AFTER_S: Final = 300.0
 """An address with no failure for this long starts again with free failures."""
 MAX_ADDRESSES: Final = 10_000
-MAX_PENDING: Final = 2
-"""Logins of one address checked at once; more are refused."""
 
 
 @dataclass(slots=True)
@@ -66,7 +65,6 @@ class LoginThrottle:
         max_delay_s: float = MAX_DELAY_S,
         forget_after_s: float = FORGET_AFTER_S,
         max_addresses: int = MAX_ADDRESSES,
-        max_pending: int = MAX_PENDING,
     ) -> None:
         self.free_failures = free_failures
         self.address_free_failures = address_free_failures
@@ -74,27 +72,8 @@ class LoginThrottle:
         self.max_delay_s = max_delay_s
         self.forget_after_s = forget_after_s
         self.max_addresses = max_addresses
-        self.max_pending = max_pending
         self._pairs: OrderedDict[tuple[str, str], _Record] = OrderedDict()
         self._addresses: OrderedDict[str, _Record] = OrderedDict()
-        self._pending: dict[str, int] = {}
-
-    def begin(self, address: str | None) -> bool:
-        """A login from ``address`` starts; False (refuse it) when too many are in progress."""
-        key = address_key(address)
-        pending = self._pending.get(key, 0)
-        if pending >= self.max_pending:
-            return False
-        self._pending[key] = pending + 1
-        return True
-
-    def end(self, address: str | None) -> None:
-        key = address_key(address)
-        left = self._pending.get(key, 0) - 1
-        if left > 0:
-            self._pending[key] = left
-        else:
-            self._pending.pop(key, None)
 
     def wait_s(self, address: str | None, user: str | None, now_s: float) -> float:
         """How long the next attempt waits before it is checked (the delay its failure would
