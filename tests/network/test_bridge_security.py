@@ -31,26 +31,37 @@ async def start_secured_b(net: BrokerNetwork, xml: str, privileged: str = "admin
     net["B"].service.security.privileged_group = privileged
 
 
+def bridged_as_user(tmp_path: Path, password: str) -> BrokerNetwork:
+    """A's connector logs in to B as ``user`` (not in ``admins``) with ``password``."""
+    net = BrokerNetwork(tmp_path)
+    net.add(
+        "A",
+        '<networkConnector name="to-B" uri="static:({B})" userName="user" '
+        f'password="{password}"/>',
+    )
+    net.add("B")
+    return net
+
+
+def logged(caplog: pytest.LogCaptureFixture, needle: str, logger: str = "") -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith(logger) and needle in r.getMessage()
+    ]
+
+
 async def test_a_wrong_password_is_refused_logged_and_retried(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    net = BrokerNetwork(tmp_path)
-    net.add(
-        "A",
-        '<networkConnector name="to-B" uri="static:({B})" userName="user" password="XYZZY-wrong"/>',
-    )
-    net.add("B")
+    net = bridged_as_user(tmp_path, "XYZZY-wrong")
     try:
         await start_secured_b(net, security_xml())
         await net.start("A")
 
         def failures() -> list[str]:
-            return [
-                r.getMessage()
-                for r in caplog.records
-                if r.name.startswith("ferrymq.network") and "failed" in r.getMessage()
-            ]
+            return logged(caplog, "failed", "ferrymq.network")
 
         await wait_until(lambda: len(failures()) >= 2, WAIT_S, "two refused bridge attempts")
         assert "User name [user] or password is invalid." in failures()[0]
@@ -104,22 +115,13 @@ async def test_a_bridge_whose_user_is_not_privileged_is_refused(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    net = BrokerNetwork(tmp_path)
-    net.add(
-        "A",
-        '<networkConnector name="to-B" uri="static:({B})" userName="user" password="password"/>',
-    )
-    net.add("B")
+    net = bridged_as_user(tmp_path, "password")
     try:
         await start_secured_b(net, security_xml())
         await net.start("A")
 
         def refusals() -> list[str]:
-            return [
-                r.getMessage()
-                for r in caplog.records
-                if "may not open a network bridge" in r.getMessage()
-            ]
+            return logged(caplog, "may not open a network bridge")
 
         await wait_until(lambda: len(refusals()) >= 2, WAIT_S, "the bridge refused and logged")
         assert any(
