@@ -105,6 +105,7 @@ class Consumer:
         "browser",
         "connection_id",
         "containers",
+        "credit_mode",
         "destination",
         "dispatched",
         "durable_name",
@@ -168,8 +169,8 @@ class Consumer:
         self._index_message_ids = acks_by_message_id and ack_mode is not AckMode.AUTO
         """STOMP 1.0 and 1.1 name the message in an ACK; 1.2 names the ack id, and nobody
         acknowledges an auto subscription, so the index is kept only where it is used."""
-        self._outstanding = 0
-        """Deliveries that count against the prefetch window (in flight, not acked in a tx)."""
+        self._outstanding = 0  # in flight, not acked in a tx (credit_mode: since the grant)
+        self.credit_mode = False  # the window is link credit (AMQP): see ``grant``
         self.dispatched = 0  # ActiveMQ's DispatchedCount: every delivery, redeliveries too
 
     @property
@@ -268,18 +269,28 @@ class Consumer:
         self._outstanding = 0
         return entries
 
+    def grant(self, window: int) -> None:
+        """Set the window. In ``credit_mode`` (AMQP's link credit, not a prefetch) a delivery
+        uses the window up and an ack gives nothing back: the consumer may now take ``window``
+        more deliveries, whatever it has not acknowledged yet."""
+        self.prefetch = window
+        if self.credit_mode:
+            self._outstanding = 0
+
     def release_credit(self, entry: Entry) -> None:
         """A transacted ack frees the prefetch slot before the commit (ActiveMQ's DELIVERED ack)."""
-        self._outstanding -= 1
+        if not self.credit_mode:
+            self._outstanding -= 1
 
     def restore_credit(self, entry: Entry) -> None:
-        self._outstanding += 1
+        if not self.credit_mode:
+            self._outstanding += 1
 
     def _forget(self, entry: Entry) -> None:
         entry.consumer = None
         if self._index_message_ids:
             self._by_message_id.pop(entry.message.message_id, None)
-        if entry.acked_in_transaction is None:
+        if entry.acked_in_transaction is None and not self.credit_mode:
             self._outstanding -= 1
         entry.acked_in_transaction = None
 

@@ -106,7 +106,7 @@ class Consumers:
             raise BrokerError(f"No subscription matched: {subscription_id}")
         if prefetch < 0:
             raise BrokerError(f"a prefetch window is 0 or more, not {prefetch}")
-        consumer.prefetch = prefetch
+        consumer.grant(prefetch)
         for container in list(consumer.containers):
             container.dispatch()
 
@@ -192,7 +192,7 @@ def _check(
         raise BrokerError(f"Cannot subscribe to a deleted Destination: {destination}")
     if consumer.durable_name is not None and not destination.is_topic:
         raise BrokerError("Invalid Subscription: cannot durably subscribe to a Queue destination!")
-    if consumer.prefetch <= 0:
+    if consumer.prefetch <= 0 and not consumer.credit_mode:  # credit comes after the attach
         raise BrokerError("activemq.prefetchSize must be greater than 0")
     if consumer.browser:
         raise BrokerError("browsers are served by the service, not subscribed")

@@ -19,7 +19,7 @@ from ferrymq.core.effects import Delivery, TraceKind
 from ferrymq.core.entry import Entry
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
-from ferrymq.core.transaction import TransactedAck, Transaction
+from ferrymq.core.transaction import Settlement, TransactedAck, Transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +52,14 @@ class Ledger:
     # -- acknowledging ------------------------------------------------------------------------
 
     def settle(
-        self, state: ConnectionState, ref: AckRef, transaction: str | None, *, nack: bool
+        self,
+        state: ConnectionState,
+        ref: AckRef,
+        transaction: str | None,
+        settlement: Settlement,
     ) -> None:
-        consumer, ack_id = _resolve(state, ref, "NACK" if nack else "ACK")
+        verb = "ACK" if settlement is _ACCEPT else "NACK"
+        consumer, ack_id = _resolve(state, ref, verb)
         cumulative = consumer.ack_mode is AckMode.CLIENT
         if transaction is not None:
             tx = self.transaction(state, transaction)
@@ -66,12 +71,12 @@ class Ledger:
             for _, entry in covered:
                 entry.acked_in_transaction = transaction
                 consumer.release_credit(entry)
-            tx.acks.append(TransactedAck(consumer, [key for key, _ in covered], nack))
+            tx.acks.append(TransactedAck(consumer, [key for key, _ in covered], settlement))
         else:
             taken = (
                 consumer.take_through(ack_id) if cumulative else [(ack_id, consumer.take(ack_id))]
             )
-            self._apply(state, consumer, taken, nack)
+            self._apply(state, consumer, taken, settlement)
         self._dispatch_later(consumer.containers)
 
     def _apply(
@@ -79,24 +84,35 @@ class Ledger:
         state: ConnectionState,
         consumer: Consumer,
         taken: list[tuple[str, Entry]],
-        nack: bool,
+        settlement: Settlement,
     ) -> None:
         owners = state.ack_owners
         context = self._context
         for key, entry in taken:
             owners.pop(key, None)
             container = entry.container
-            if not nack:
+            if settlement is _ACCEPT:
                 if context.tracing:
                     context.trace_entry(TraceKind.ACKED, entry, consumer)
                 container.acknowledge(entry)
-            elif container.policy.redelivery.nack_redelivers or (
-                container.policy.dead_letter.is_dead_letter_destination(container.destination)
-            ):
-                container.release(entry)
             else:
-                container.remove_in_flight(entry)
-                self._dispatch.dead_letter(entry, "Poison ack (STOMP NACK)")
+                self._refuse(entry, settlement)
+
+    def _refuse(self, entry: Entry, settlement: Settlement) -> None:
+        """A delivery the consumer did not accept: back to its queue, or to the DLQ."""
+        container = entry.container
+        policy = container.policy
+        in_dlq = policy.dead_letter.is_dead_letter_destination(container.destination)
+        if settlement is Settlement.RELEASE:
+            container.release(entry, counted=False)
+        elif settlement is Settlement.REDELIVER or in_dlq:
+            container.release(entry)
+        elif settlement is Settlement.NACK and policy.redelivery.nack_redelivers:
+            container.release(entry)
+        else:
+            container.remove_in_flight(entry)
+            cause = "Poison ack (STOMP NACK)" if settlement is Settlement.NACK else "Rejected"
+            self._dispatch.dead_letter(entry, cause)
 
     def acknowledge_written(self, deliveries: Iterable[Delivery]) -> None:
         """Auto-ack: the service wrote these MESSAGE frames, so they count as consumed."""
@@ -145,7 +161,7 @@ class Ledger:
             for ack_id in acked.ack_ids:
                 if consumer.entry(ack_id) is not None:
                     taken.append((ack_id, consumer.take(ack_id)))
-            self._apply(state, consumer, taken, acked.nack)
+            self._apply(state, consumer, taken, acked.settlement)
             self._dispatch_later(consumer.containers)
 
     def abort(self, state: ConnectionState, transaction_id: str) -> None:
@@ -157,6 +173,9 @@ class Ledger:
                 if entry is not None and entry.acked_in_transaction == transaction_id:
                     entry.acked_in_transaction = None
                     acked.consumer.restore_credit(entry)
+
+
+_ACCEPT = Settlement.ACCEPT
 
 
 def forget_consumer(state: ConnectionState, consumer: Consumer) -> None:

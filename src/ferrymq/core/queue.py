@@ -320,11 +320,15 @@ class Queue:
         self.in_flight -= 1
         self.settle(entry)
 
-    def release(self, entry: Entry) -> None:
-        """Back to the waiting list after its consumer went away or rolled back (redelivery)."""
+    def release(self, entry: Entry, *, counted: bool = True) -> None:
+        """Back to the waiting list after its consumer went away or rolled back (redelivery);
+        not ``counted`` when the consumer handed it back untouched (AMQP released)."""
         self.in_flight -= 1
         if entry.dropped:
             self.settle(entry)
+            return
+        if not counted:
+            self.pending.restore(entry)
             return
         entry.redelivery_count += 1
         if self.policy.redelivery.exceeded(entry.redelivery_count) and not (

@@ -50,11 +50,14 @@ from ferrymq.core.selector.jms_fields import lookup_for
 from ferrymq.core.statistics import DestinationStatistics, destination_statistics
 from ferrymq.core.subscriptions import SubscriptionRegistry
 from ferrymq.core.topic import Topic
+from ferrymq.core.transaction import Settlement
 from ferrymq.core.usage import SystemUsage, UsageLimits
-from ferrymq.security.api import Subject
+from ferrymq.security.api import Operation, Subject
 from ferrymq.store.base import Recovery, StoredMessage
 
-__all__ = ["AckRef", "RegionBroker", "decode_all"]
+__all__ = ["AckRef", "RegionBroker", "Settlement", "decode_all"]
+
+_ACCEPT = Settlement.ACCEPT
 
 
 class RegionBroker:
@@ -365,19 +368,19 @@ class RegionBroker:
     def acknowledge(
         self, connection_id: str, ref: AckRef, transaction: str | None = None
     ) -> Outcome:
-        return self._settle(connection_id, ref, transaction, nack=False)
+        return self.settle(connection_id, ref, transaction, _ACCEPT)
 
     def nack(self, connection_id: str, ref: AckRef, transaction: str | None = None) -> Outcome:
-        return self._settle(connection_id, ref, transaction, nack=True)
+        return self.settle(connection_id, ref, transaction, Settlement.NACK)
 
-    def _settle(
-        self, connection_id: str, ref: AckRef, transaction: str | None, *, nack: bool
+    def settle(
+        self, connection_id: str, ref: AckRef, transaction: str | None, settlement: Settlement
     ) -> Outcome:
         """``_decide`` spelled out: an ACK per message is a hot path."""
         store_ops = self._context.effects.store_ops
         before = len(store_ops)
         try:
-            self._ledger.settle(self._connection(connection_id), ref, transaction, nack=nack)
+            self._ledger.settle(self._connection(connection_id), ref, transaction, settlement)
         except BrokerError as refusal:
             return refused(refusal, needs_commit=len(store_ops) > before)
         return ACCEPTED_DURABLY if len(store_ops) > before else ACCEPTED
@@ -412,6 +415,16 @@ class RegionBroker:
         return self._on(
             browser.connection_id, lambda state: self._consumers.authorize_browse(state, browser)
         )
+
+    def authorize_producer(self, connection_id: str, destination: Destination) -> Outcome:
+        """Whether the connection's user may send to ``destination`` (an AMQP producer link
+        is refused at attach, as ActiveMQ refuses a JMS producer at creation)."""
+
+        def check(state: ConnectionState) -> None:
+            if state.guard is not None:
+                state.guard.check(Operation.WRITE, destination)
+
+        return self._on(connection_id, check)
 
     def browse(self, browser: Consumer) -> QueueBrowse:
         """What a queue browser sees now; the service reads the paged-out rest from the store."""

@@ -8,6 +8,7 @@ must ACK them again.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from ferrymq.core.consumer import Consumer
@@ -15,11 +16,30 @@ from ferrymq.core.destination import Destination
 from ferrymq.core.message import Message
 
 
+class Settlement(enum.Enum):
+    """How a consumer settles a delivery. STOMP has ACK and NACK; AMQP's outcomes are finer
+    (ActiveMQ's mapping of them: accepted, released, modified, rejected)."""
+
+    ACCEPT = "accept"
+    NACK = "nack"
+    """STOMP's NACK: dead-lettered at once (a poison ack), unless the queue's redelivery policy
+    says a NACK redelivers."""
+    RELEASE = "release"
+    """Back to the queue as it was: the delivery does not count as a redelivery (AMQP
+    released)."""
+    REDELIVER = "redeliver"
+    """Back to the queue as a failed delivery: counted, dead-lettered after
+    maximumRedeliveries (AMQP modified with delivery-failed)."""
+    DEAD_LETTER = "dead-letter"
+    """To the dead-letter queue at once, whatever the policy (AMQP rejected, or modified with
+    undeliverable-here, as ActiveMQ treats both)."""
+
+
 @dataclass(slots=True)
 class TransactedAck:
     consumer: Consumer
     ack_ids: list[str]
-    nack: bool = False
+    settlement: Settlement = Settlement.ACCEPT
 
 
 @dataclass(slots=True)
