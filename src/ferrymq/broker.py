@@ -16,8 +16,7 @@ store, and goes back to waiting as a slave, as ActiveMQ's launcher restarts it. 
 wins the lock but finds the store held by another process (a paused or deposed master) keeps
 the lock and retries the open while the lock stays its own.
 
-A broker that ends because of a failure records why in ``failure`` (``ferrymq broker`` then
-exits 1); one stopped by ``stop`` has none.
+A broker that ends by a failure records why in ``failure`` (``ferrymq broker`` exits 1).
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ import time
 from collections.abc import Awaitable
 from typing import Self
 
+from ferrymq.adapters.amqp import AmqpAdapter
 from ferrymq.adapters.stomp import StompAdapter
 from ferrymq.admin.auth import admin_access
 from ferrymq.admin.server import AdminServer, admin_ssl_context
@@ -52,6 +52,8 @@ from ferrymq.util.uri import AnyURI
 __all__ = ["Broker", "Role", "locker_for", "wait_first"]
 
 log = logging.getLogger(__name__)
+
+ADAPTERS = (StompAdapter, AmqpAdapter)  # the wire protocols, each on the schemes it names
 
 SLAVE_AFTER_S = 1.0
 """A lock not granted within this time means another broker is master: this one is a slave."""
@@ -134,7 +136,7 @@ class Broker:
         fence = getattr(self.locker, "fence", None)
         service = BrokerService(
             self.config,
-            adapters=(StompAdapter,),
+            adapters=ADAPTERS,
             store=self._store_override,
             fence=fence,
             on_halt=self._service_halted,

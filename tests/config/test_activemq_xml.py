@@ -415,8 +415,8 @@ def test_activemq_listeners_ferrymq_does_not_serve_are_left_closed() -> None:
     config = parse_config(text, "a.xml")
     assert [c.name for c in config.transport_connectors] == ["stomp"]
     assert [str(i) for i in config.ignored] == [
-        'a.xml:3: <transportConnector uri="amqp+ws://localhost:61614/">: AMQP listeners are not '
-        "served yet; this listener is not opened",
+        'a.xml:3: <transportConnector uri="amqp+ws://localhost:61614/">: AMQP over WebSocket is '
+        "not served yet (amqp:// and amqp+ssl:// are); this listener is not opened",
         'a.xml:4: <transportConnector uri="mqtt+nio://0.0.0.0:1883?transport.x=y">: MQTT is not '
         "served by FerryMQ; this listener is not opened",
         "a.xml:5: <transportConnector uri> option transport.closeAsync: an ActiveMQ transport "

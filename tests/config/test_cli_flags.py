@@ -48,9 +48,9 @@ def test_flags_override_a_file_and_add_listeners() -> None:
 
 def test_bad_listen_flag_names_the_flag() -> None:
     with pytest.raises(ConfigError) as caught:
-        config_from_flags(listen=["amqp://0.0.0.0:5672"])
+        config_from_flags(listen=["mqtt://0.0.0.0:1883"])
     assert str(caught.value).startswith(
-        "command line: --listen amqp://0.0.0.0:5672: scheme amqp://"
+        "command line: --listen mqtt://0.0.0.0:1883: scheme mqtt://"
     )
 
 

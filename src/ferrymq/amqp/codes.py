@@ -24,6 +24,8 @@ INVALID_ID: Final = "amqp:invalid-id"  # proton also uses it for a client id in 
 TRANSACTION_UNKNOWN_ID: Final = "amqp:transaction:unknown-id"
 TRANSACTION_ROLLBACK: Final = "amqp:transaction:rollback"
 CONNECTION_FORCED: Final = "amqp:connection:forced"
+DECODE_ERROR: Final = "amqp:decode-error"
+TRANSFER_LIMIT_EXCEEDED: Final = "amqp:link:transfer-limit-exceeded"
 
 # Filters (keys of a source's filter set and their descriptors).
 SELECTOR_FILTER: Final = "apache.org:selector-filter:string"
@@ -43,6 +45,7 @@ GLOBAL: Final = "global"
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 DELAYED_DELIVERY: Final = "DELAYED_DELIVERY"
 SOLE_CONNECTION_CAPABILITY: Final = "sole-connection-for-container"
+CONNECTION_ESTABLISHMENT_FAILED: Final = "amqp:connection-establishment-failed"
 
 # Transactions (AMQP 1.0, part 4).
 COORDINATOR: Final = 0x30
@@ -60,3 +63,25 @@ MODIFIED: Final = 0x27
 
 EMPTY_FRAME: Final = b"\x00\x00\x00\x08\x02\x00\x00\x00"
 """An AMQP frame with no body: the heart-beat of AMQP 1.0, part 2.4.5."""
+
+_SYMBOLIC = {
+    "amqp:coordinator:list": COORDINATOR,
+    "amqp:declare:list": DECLARE,
+    "amqp:discharge:list": DISCHARGE,
+    "amqp:declared:list": DECLARED,
+    "amqp:transactional-state:list": TRANSACTIONAL_STATE,
+    "amqp:accepted:list": ACCEPTED,
+    "amqp:rejected:list": REJECTED,
+    "amqp:released:list": RELEASED,
+    "amqp:modified:list": MODIFIED,
+}
+
+
+def descriptor_code(descriptor: object) -> int | None:
+    """A descriptor as its numeric code: AMQP lets a peer send either the ulong or the symbol
+    (proton's own client declares transactions with ``amqp:declare:list``)."""
+    if isinstance(descriptor, int):
+        return descriptor
+    if isinstance(descriptor, str):
+        return _SYMBOLIC.get(descriptor)
+    return None

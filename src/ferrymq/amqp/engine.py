@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import proton
 
+from ferrymq.amqp import codes
+
 EOS = -1
 
 
@@ -69,19 +71,47 @@ class Engine:
             collector.pop()
 
     def output(self) -> bytes:
-        """What proton has to send, all of it (ends at a frame boundary)."""
+        """What proton has to send, all of it (ends at a frame boundary). proton hands its
+        output over a buffer at a time and writes the next frames of a large message only once
+        the buffer was taken, so this takes buffers until nothing is left."""
         transport = self.transport
         pending = transport.pending()
         if pending <= 0:
             return b""
-        data = transport.peek(pending)
-        transport.pop(len(data))
-        return bytes(data)
+        chunks: list[bytes] = []
+        while pending > 0:
+            data = transport.peek(pending) or b""
+            transport.pop(len(data))
+            chunks.append(bytes(data))
+            pending = transport.pending()
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     @property
     def finished(self) -> bool:
         """proton will write nothing more: the socket may close once ``output`` was sent."""
         return self.transport.pending() == EOS
+
+    def close_if_unreadable(self) -> bool:
+        """Close the connection with ``amqp:decode-error`` if proton stopped reading silently.
+
+        On a frame it cannot dispatch (an unknown performative, a body that is no performative)
+        proton closes its input but neither sets a condition nor closes the connection, so the
+        peer would wait for ever; AMQP 1.0 (part 2.8.15) names the error ``decode-error``.
+        True when it closed (the caller sends ``output`` and ends the connection).
+        """
+        transport = self.transport
+        if transport.capacity() >= 0 or transport.condition is not None:
+            return False
+        connection = self.connection
+        if connection.state & proton.Endpoint.REMOTE_CLOSED:
+            return False  # the peer closed: the input ended as it should
+        if not connection.state & proton.Endpoint.LOCAL_ACTIVE:
+            connection.open()
+        connection.condition = proton.Condition(
+            codes.DECODE_ERROR, "a frame could not be decoded (malformed or unknown performative)"
+        )
+        connection.close()
+        return True
 
     def close_input(self) -> None:
         """The socket is gone: proton reads nothing more."""

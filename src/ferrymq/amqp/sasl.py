@@ -33,7 +33,7 @@ _FRAME = struct.Struct(">IBBH")
 _SASL_FRAME_TYPE = 1
 
 
-class SaslFault(Exception):
+class SaslError(Exception):
     """The client broke the SASL exchange; the message says how (the connection closes)."""
 
 
@@ -58,6 +58,11 @@ class SaslServer:
         self._header: Header | None = None
         self._init: SaslInit | None = None
 
+    @property
+    def header(self) -> Header | None:
+        """The protocol header the client sent, once read."""
+        return self._header
+
     def feed(self, data: bytes) -> None:
         self._buffer += data
 
@@ -78,7 +83,7 @@ class SaslServer:
     def _read_header(self) -> Header | None:
         if len(self._buffer) < HEADER_SIZE:
             if not SASL_HEADER.startswith(bytes(self._buffer[:4])[: len(self._buffer)]):
-                raise SaslFault("not an AMQP 1.0 connection (no AMQP protocol header)")
+                raise SaslError("not an AMQP 1.0 connection (no AMQP protocol header)")
             return None
         header = bytes(self._buffer[:HEADER_SIZE])
         if header == SASL_HEADER:
@@ -87,7 +92,7 @@ class SaslServer:
         elif header == AMQP_HEADER:
             self._header = Header.AMQP  # left in the buffer: proton reads it
         else:
-            raise SaslFault(f"unsupported AMQP protocol header {header!r}")
+            raise SaslError(f"unsupported AMQP protocol header {header!r}")
         return self._header
 
     def _read_init(self) -> SaslInit | None:
@@ -95,7 +100,7 @@ class SaslServer:
             return None
         size, doff, kind, _channel = _FRAME.unpack_from(self._buffer)
         if kind != _SASL_FRAME_TYPE or doff < 2 or not doff * 4 <= size <= MAX_SASL_FRAME:
-            raise SaslFault("malformed SASL frame (expected sasl-init)")
+            raise SaslError("malformed SASL frame (expected sasl-init)")
         if len(self._buffer) < size:
             return None
         body = bytes(self._buffer[doff * 4 : size])
@@ -146,12 +151,12 @@ def _decode_init(body: bytes) -> SaslInit:
         data.next()
         value = data.get_object()
     except proton.DataException as exc:
-        raise SaslFault(f"malformed sasl-init frame: {exc}") from None
+        raise SaslError(f"malformed sasl-init frame: {exc}") from None
     if not isinstance(value, proton.Described) or value.descriptor != SASL_INIT:
-        raise SaslFault("expected sasl-init")
+        raise SaslError("expected sasl-init")
     fields = value.value if isinstance(value.value, list) else []
     if not fields or not isinstance(fields[0], str):
-        raise SaslFault("sasl-init without a mechanism")
+        raise SaslError("sasl-init without a mechanism")
     response = fields[1] if len(fields) > 1 else None
     response = bytes(response) if isinstance(response, bytes | memoryview) else b""
     return SaslInit(str(fields[0]), response)
@@ -161,8 +166,8 @@ def plain_credentials(response: bytes) -> tuple[str, str]:
     """PLAIN's ``authzid NUL authcid NUL passwd`` (RFC 4616) as (user, password)."""
     parts = response.split(b"\x00")
     if len(parts) != 3:
-        raise SaslFault("malformed PLAIN response (expected authzid NUL user NUL password)")
+        raise SaslError("malformed PLAIN response (expected authzid NUL user NUL password)")
     try:
         return parts[1].decode(), parts[2].decode()
     except UnicodeDecodeError:
-        raise SaslFault("PLAIN user name and password must be UTF-8") from None
+        raise SaslError("PLAIN user name and password must be UTF-8") from None

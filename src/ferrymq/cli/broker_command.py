@@ -47,7 +47,10 @@ def add_parser(commands: Any) -> None:
         action="append",
         default=[],
         metavar="URI",
-        help="add a STOMP listener, e.g. stomp://127.0.0.1:61613 (repeatable; port 0 = any)",
+        help=(
+            "add a listener: STOMP (stomp://127.0.0.1:61613) or AMQP 1.0 (amqp://127.0.0.1:5672);"
+            " repeatable; port 0 = any"
+        ),
     )
     parser.add_argument(
         "--admin", help=f"admin HTTP listener: {FORMS} or off (default 127.0.0.1:8161)"

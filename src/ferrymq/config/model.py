@@ -50,6 +50,20 @@ class StompLimitsConfig:
 
 
 @dataclass(frozen=True)
+class AmqpOptionsConfig:
+    """AMQP 1.0 options of one listener (ActiveMQ's `wireFormat.*` names for its AMQP transport)."""
+
+    idle_timeout_ms: int = 30000
+    """`wireFormat.idleTimeout`: a client that sends nothing for this long is closed; it is
+    asked to send at least every half of it. Default 30000; 0 turns it off."""
+    producer_credit: int = 1000
+    """`wireFormat.producerCredit`: the credit each producer link is granted. Default 1000."""
+    max_amqp_frame_size: int = 1048576
+    """`wireFormat.maxAmqpFrameSize`: the largest AMQP frame; a larger message travels in
+    several. Default 1048576 (1 MiB)."""
+
+
+@dataclass(frozen=True)
 class TransportConnectorConfig:
     """One `<transportConnector>`: a listener. `tcp://` and `stomp://` both speak STOMP."""
 
@@ -84,7 +98,10 @@ class TransportConnectorConfig:
     maximum_consumers_allowed_per_connection: int = 2147483647
     """`maximumConsumersAllowedPerConnection`. Default Integer.MAX_VALUE."""
     stomp: StompLimitsConfig = field(default_factory=StompLimitsConfig)
-    """STOMP limits from the URI's `wireFormat.*` and `transport.*` options."""
+    """STOMP limits from the URI's `wireFormat.*` and `transport.*` options (on an AMQP
+    listener, `wireFormat.maxFrameSize`/`maxDataLength` bound a whole message)."""
+    amqp: AmqpOptionsConfig = field(default_factory=AmqpOptionsConfig)
+    """AMQP options from the URI's `wireFormat.*` options."""
     location: Location | None = field(default=None, compare=False)
 
     @property

@@ -133,8 +133,9 @@ _SCHEMES_NOT_SERVED = (
         ("mqtt", "mqtt+nio", "mqtt+ssl", "mqtt+nio+ssl", "mqtt+ws", "mqtt+wss"),
     ),
     (
-        "AMQP listeners are not served yet; this listener is not opened",
-        ("amqp", "amqp+nio", "amqp+ssl", "amqp+nio+ssl", "amqp+ws", "amqp+wss"),
+        "AMQP over WebSocket is not served yet (amqp:// and amqp+ssl:// are); this listener is "
+        "not opened",
+        ("amqp+ws", "amqp+wss"),
     ),
     ("the HTTP tunnel transport is not served; this listener is not opened", ("http",)),
     ("the UDP transport is not served; this listener is not opened", ("udp",)),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from ferrymq.config import schema
-from ferrymq.config.model import StompLimitsConfig, TransportConnectorConfig
+from ferrymq.config.model import AmqpOptionsConfig, StompLimitsConfig, TransportConnectorConfig
 from ferrymq.config.units import parse_float, parse_int
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
 from ferrymq.util.origins import ALLOWED_ORIGINS_OPTION, OriginPolicy
@@ -36,11 +36,15 @@ __all__ = [
 WEBSOCKET_SCHEMES = ("ws", "wss", "stomp+ws", "stomp+wss")
 """STOMP over WebSocket (ActiveMQ documentation, "WebSockets"); `wss` with `<sslContext>`."""
 TLS_WEBSOCKET_SCHEMES = ("wss", "stomp+wss")
+AMQP_SCHEMES = ("amqp", "amqp+nio")
 SERVED_SCHEMES = frozenset(
-    {"tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio", *LISTENER_SCHEMES, *WEBSOCKET_SCHEMES}
-)
-"""Listener schemes the broker serves (all speak STOMP; the `+ssl` ones over TLS, `ws`/`wss`
-over WebSocket)."""
+    {
+        "tcp", "stomp", "nio", "stomp+nio", "auto", "auto+nio", *AMQP_SCHEMES,
+        *LISTENER_SCHEMES, *WEBSOCKET_SCHEMES,
+    }
+)  # fmt: skip
+"""Listener schemes the broker serves: STOMP, and AMQP 1.0 on `amqp`/`amqp+nio` (the `+ssl`
+ones over TLS, `ws`/`wss` STOMP over WebSocket)."""
 IN_PROCESS_SCHEME = "vm"
 """The in-process connector: served, but with no address and no URI option."""
 
@@ -50,6 +54,9 @@ CONNECTOR_OPTIONS = (
     "wireFormat.maxFrameSize",
     "transport.hbGracePeriodMultiplier",
     "transport.defaultHeartBeat",
+    "wireFormat.idleTimeout",
+    "wireFormat.producerCredit",
+    "wireFormat.maxAmqpFrameSize",
 )
 """URI options a served listener accepts; any other is an error (ActiveMQ rejects unknown
 transport options too: "Invalid connect parameters")."""
@@ -89,7 +96,7 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     scheme = uri.scheme.lower()
     if scheme not in SERVED_SCHEMES | {IN_PROCESS_SCHEME}:
         served = ", ".join(f"{s}://" for s in sorted(SERVED_SCHEMES))
-        message = f"scheme {uri.scheme}:// is not supported; FerryMQ listens for STOMP on {served}"
+        message = f"scheme {uri.scheme}:// is not supported; FerryMQ listens on {served}"
         raise reader.error(message, "uri")
     if uri.host is None or not uri.host or (scheme != "vm" and uri.port is None):
         expected = "vm://name" if scheme == "vm" else "scheme://host:port"
@@ -100,6 +107,7 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
     options = dict(uri.query) if scheme in SERVED_SCHEMES else {}
     maximum = _int_option(reader, options, "maximumConnections")
     stomp = _stomp_limits(reader, options)
+    amqp = _amqp_options(reader, options)
     if scheme in LISTENER_SCHEMES or scheme in TLS_WEBSOCKET_SCHEMES:
         _tls_options(reader, options)
     _origins_option(reader, scheme, options)
@@ -125,6 +133,7 @@ def transport_connector(reader: ElementReader) -> TransportConnectorConfig:
             "maximumConsumersAllowedPerConnection", 2147483647, minimum=1
         ),
         stomp=stomp,
+        amqp=amqp,
         location=reader.location(),
     )
     reader.children(())
@@ -215,6 +224,25 @@ def _stomp_limits(reader: ElementReader, options: dict[str, str]) -> StompLimits
         max_frame_size=frame,
         hb_grace_period_multiplier=grace,
         default_heart_beat=heart_beat,
+    )
+
+
+def _amqp_options(reader: ElementReader, options: dict[str, str]) -> AmqpOptionsConfig:
+    defaults = AmqpOptionsConfig()
+    idle = options.pop("wireFormat.idleTimeout", None)
+    try:
+        idle_ms = defaults.idle_timeout_ms if idle is None else parse_int(idle, minimum=0)
+    except ValueError as error:
+        raise reader.error(f"URI option wireFormat.idleTimeout: {error}", "uri") from None
+    credit = _int_option(reader, options, "wireFormat.producerCredit")
+    frame = _int_option(reader, options, "wireFormat.maxAmqpFrameSize")
+    if frame is not None and frame < 512:
+        message = "URI option wireFormat.maxAmqpFrameSize must be at least 512 (AMQP's minimum)"
+        raise reader.error(message, "uri")
+    return AmqpOptionsConfig(
+        idle_timeout_ms=idle_ms,
+        producer_credit=defaults.producer_credit if credit is None else credit,
+        max_amqp_frame_size=defaults.max_amqp_frame_size if frame is None else frame,
     )
 
 

@@ -81,6 +81,9 @@ class Message:
     wire: tuple[str, bytes] | None = field(default=None, repr=False)
     """The delivery-independent MESSAGE headers as rendered for one STOMP version, cached so a
     topic message fanned out to many subscribers is rendered once.  Cleared by ``copy``."""
+    amqp_tail: bytes | None = field(default=None, repr=False)
+    """The AMQP sections after the header (the same for every delivery), cached like ``wire``.
+    Cleared by ``copy``."""
 
     @property
     def group_id(self) -> str | None:
@@ -100,6 +103,7 @@ class Message:
         values["properties"] = dict(self.properties)
         values["encoded"] = None
         values["wire"] = None
+        values["amqp_tail"] = None
         values["holders"] = 0
         values.update(changes)
         return Message(**values)

@@ -39,6 +39,7 @@ def broker_config(
     persistent: bool = True,
     xml: str | None = None,
     port: int = 0,
+    amqp: bool = False,
 ) -> BrokerConfig:
     """A configuration for a test broker: a STOMP listener on 127.0.0.1, no admin listener.
 
@@ -47,21 +48,33 @@ def broker_config(
     attributes (``discoveryUri``, ``updateClusterClients``...).
     """
     listen = [f"stomp://127.0.0.1:{port}"]
+    if amqp:
+        listen.append("amqp://127.0.0.1:0")
     if xml is None:
         return config_from_flags(name, data_dir, listen, "off", persistent)
     base = parse_config(xml, "test-config.xml", {"activemq.data": str(data_dir)})
     flags = config_from_flags(name, data_dir, listen, "off", persistent)
     listeners = flags.transport_connectors
     if base.transport_connectors:
-        (test_listener,) = listeners
+        test_listener, *others = listeners
         first = base.transport_connectors[0]
-        listeners = (replace(first, uri=test_listener.uri, parsed_uri=test_listener.parsed_uri),)
+        kept = replace(first, uri=test_listener.uri, parsed_uri=test_listener.parsed_uri)
+        listeners = (kept, *others)
     return replace(
         base,
         broker_name=name,
         data_directory=data_dir,
         transport_connectors=listeners,
         admin=flags.admin,
+    )
+
+
+def amqp_port(broker: Broker) -> int:
+    """The port of the broker's first AMQP listener (``broker_config(amqp=True)``)."""
+    return next(
+        listener.port
+        for connector, listener in broker.service.served
+        if connector.scheme.lower() in ("amqp", "amqp+ssl", "amqp+nio", "amqp+nio+ssl")
     )
 
 
@@ -103,6 +116,12 @@ class BrokerThread:
     def port(self) -> int:
         assert self.broker is not None
         return self.broker.stomp_ports[0]
+
+    @property
+    def amqp_port(self) -> int:
+        """The AMQP listener's port (``broker_config(amqp=True)``)."""
+        assert self.broker is not None
+        return amqp_port(self.broker)
 
     def __enter__(self) -> BrokerThread:
         return self.start()

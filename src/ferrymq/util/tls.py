@@ -325,6 +325,8 @@ LISTENER_SCHEMES: dict[str, str] = {
     "stomp+nio+ssl": "stomp+nio",
     "auto+ssl": "auto",
     "auto+nio+ssl": "auto+nio",
+    "amqp+ssl": "amqp",
+    "amqp+nio+ssl": "amqp+nio",
 }
 """ActiveMQ's TLS listener schemes and the plain scheme whose protocol each speaks."""
 LISTENER_OPTIONS = (

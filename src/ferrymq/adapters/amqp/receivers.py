@@ -1,0 +1,292 @@
+"""Links on which the broker receives: a client's producers and its transaction coordinator.
+
+A producer's link names its target address, or none: then it is an anonymous relay and each
+message's ``to`` names its destination. Credit is granted ``producerCredit`` at a time and
+topped up as messages arrive; flow control holds a message back (the connection stops reading)
+and so the client runs out of credit. An unsettled message is accepted only once the store holds
+it (the group commit of its batch), so a client that saw ``accepted`` can forget it; one the
+broker refuses is ``rejected`` with the reason, and the link goes on.
+
+The coordinator (AMQP 1.0, part 4) declares and discharges the connection's local transactions;
+a transfer or an outcome that carries a transactional state joins the transaction it names,
+as STOMP's ``transaction`` header does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import proton
+
+from ferrymq.adapters.amqp import addressing
+from ferrymq.adapters.amqp.base import AmqpSide, data_object, remote_data, set_local_state
+from ferrymq.adapters.amqp.errors import AmqpError, condition_for
+from ferrymq.adapters.amqp.mapping import message_from_amqp, relay_destination
+from ferrymq.adapters.amqp.properties import USER_ID
+from ferrymq.adapters.amqp.work import Transfer
+from ferrymq.amqp import codes
+from ferrymq.core.destination import Destination
+from ferrymq.core.errors import BrokerError
+from ferrymq.core.message import Message
+
+
+@dataclass(slots=True)
+class ReceiverLink:
+    link: proton.Link
+    destination: Destination | None
+    """None: an anonymous relay (each message's ``to`` decides)."""
+    coordinator: bool = False
+
+
+class Receivers:
+    def __init__(self, converter: AmqpSide) -> None:
+        self.converter = converter
+        self.region = converter.region
+        self.connection_id = converter.connection_id
+        self.links: dict[str, ReceiverLink] = {}
+        self._transactions = 0
+        self._partial: dict[int, bytearray] = {}
+        self._over_credit: set[proton.Delivery] = set()
+        """Transfers the client sent without credit: their link closes when their turn comes."""
+
+    def attach(self, link: proton.Link) -> None:
+        target = link.remote_target
+        if target.type == proton.Terminus.COORDINATOR:
+            state = ReceiverLink(link, None, coordinator=True)
+        else:
+            state = ReceiverLink(link, self._target(target))
+        link.target.copy(target)
+        link.source.copy(link.remote_source)
+        link.rcv_settle_mode = proton.Link.RCV_FIRST
+        self.links[link.name] = state
+        link.open()
+        link.flow(self.converter.options.producer_credit)
+        self.converter.flush()
+        if link.remote_rcv_settle_mode == proton.Link.RCV_SECOND:
+            self.links.pop(link.name, None)
+            raise AmqpError(
+                codes.NOT_IMPLEMENTED,
+                "exactly-once delivery (rcv-settle-mode second) is not supported; "
+                "use at-least-once (first) or at-most-once (pre-settled)",
+            )
+
+    def _target(self, target: proton.Terminus) -> Destination | None:
+        address = target.address
+        if target.dynamic:
+            raise AmqpError(codes.NOT_IMPLEMENTED, "a dynamic target is not supported")
+        if not address:
+            return None
+        capabilities = data_object(target.capabilities)
+        destination = addressing.destination_for(address, _symbols(capabilities))
+        refusal = self.region.authorize_producer(self.connection_id, destination).refused
+        if refusal is not None:
+            raise refusal
+        return destination
+
+    def detach(self, link: proton.Link, *, closed: bool) -> None:
+        self.links.pop(link.name, None)
+        if closed:
+            link.close()
+        else:
+            link.detach()
+        self.converter.flush()
+
+    # -- transfers ----------------------------------------------------------------------------
+
+    def read(self, link: proton.Link, delivery: proton.Delivery) -> Transfer | None:
+        """Take what arrived of a delivery; the whole transfer once its last frame is in (a
+        large message arrives in many frames, and proton's buffer is not kept waiting)."""
+        key = id(delivery.tag), delivery.tag
+        pending = delivery.pending
+        chunk = link.recv(pending) if pending > 0 else b""
+        if delivery.partial:
+            self._partial.setdefault(hash(key), bytearray()).extend(chunk or b"")
+            return None
+        buffered = self._partial.pop(hash(key), None)
+        link.advance()
+        if link.credit < 0:  # seen now: later top-ups would hide it
+            self._over_credit.add(delivery)
+        payload = bytes(buffered) + (chunk or b"") if buffered is not None else (chunk or b"")
+        return Transfer(link, delivery, payload)
+
+    def transfer(self, work: Transfer) -> bool:
+        state = self.links.get(work.link.name)
+        if state is None:
+            self._over_credit.discard(work.delivery)
+            work.delivery.settle()
+            return False
+        if self._over_credit:
+            self._refuse_over_credit(work.delivery)
+        try:
+            if state.coordinator:
+                self._coordinate(work)
+                return False
+            return self._publish(state, work)
+        except BrokerError as exc:
+            self._reject(work, exc)
+            return False
+        finally:
+            self._top_up(work.link)
+
+    def _refuse_over_credit(self, delivery: proton.Delivery) -> None:
+        """AMQP 1.0 part 2.6.7: a sender with no credit must not send; the link closes
+        (the converter closes it with this error), the message is not taken."""
+        if delivery not in self._over_credit:
+            return
+        self._over_credit.discard(delivery)
+        delivery.settle()
+        raise AmqpError(
+            codes.TRANSFER_LIMIT_EXCEEDED,
+            f"transfer {delivery.tag!r} on link {delivery.link.name!r} was sent without link "
+            "credit; send only while the broker has granted credit",
+        )
+
+    def _publish(self, state: ReceiverLink, work: Transfer) -> bool:
+        region = self.region
+        delivery = work.delivery
+        destination = state.destination or self._relay_destination(work.payload)
+        message = message_from_amqp(
+            work.payload,
+            message_id=region.new_message_id(),
+            destination=destination,
+            now_ms=region.now_ms,
+        )
+        self._vouch_for_user(message)
+        blocked = region.producer_blocked(message)
+        if blocked is not None:
+            if self.converter.service.send_fail_if_no_space:
+                raise AmqpError(
+                    codes.RESOURCE_LIMIT,
+                    f"Usage Manager {blocked.capitalize()} is Full; the message was not accepted",
+                )
+            return True
+        transaction = _transaction_of(delivery)
+        outcome = region.send(self.connection_id, message, (destination,), transaction)
+        if outcome.refused is not None:
+            raise outcome.refused
+        self._accept(delivery, transaction, needs_commit=outcome.needs_commit)
+        return False
+
+    def _relay_destination(self, payload: bytes) -> Destination:
+        destination = relay_destination(payload)
+        refusal = self.region.authorize_producer(self.connection_id, destination).refused
+        if refusal is not None:
+            raise refusal
+        return destination
+
+    def _vouch_for_user(self, message: Message) -> None:
+        """``user-id`` (JMSXUserID) is kept only when it is the user the connection logged in
+        as: anyone could claim any name, and STOMP strips the header the same way."""
+        claimed = message.properties.get(USER_ID)
+        subject = self.converter.subject
+        if claimed is not None and (subject is None or subject.user != claimed):
+            del message.properties[USER_ID]
+
+    def _accept(
+        self, delivery: proton.Delivery, transaction: str | None, *, needs_commit: bool
+    ) -> None:
+        if delivery.settled:  # pre-settled: at most once, nothing to say
+            delivery.settle()
+            self.converter.flush()
+            return
+        if transaction is not None:
+            accepted = proton.Described(proton.ulong(codes.ACCEPTED), [])
+            set_local_state(delivery, codes.TRANSACTIONAL_STATE, [transaction.encode(), accepted])
+        else:
+            delivery.update(proton.Delivery.ACCEPTED)
+        delivery.settle()
+        self.converter.flush(needs_commit=needs_commit)
+
+    def _reject(self, work: Transfer, error: BrokerError) -> None:
+        delivery = work.delivery
+        if not delivery.settled:
+            delivery.local.condition = condition_for(error)
+            delivery.update(proton.Delivery.REJECTED)
+        delivery.settle()
+        self.converter.log_refusal(error)
+        self.converter.flush()
+
+    def _top_up(self, link: proton.Link) -> None:
+        credit = self.converter.options.producer_credit
+        if link.credit < credit // 2 and link.state & proton.Endpoint.LOCAL_ACTIVE:
+            link.flow(credit - link.credit)
+            self.converter.flush()
+
+    # -- the transaction coordinator ----------------------------------------------------------
+
+    def _coordinate(self, work: Transfer) -> None:
+        amqp = proton.Message()
+        try:
+            amqp.decode(work.payload)
+        except proton.MessageException as exc:
+            raise AmqpError(codes.INVALID_FIELD, f"malformed coordinator message: {exc}") from None
+        body = amqp.body
+        if not isinstance(body, proton.Described):
+            raise AmqpError(
+                codes.INVALID_FIELD, "a coordinator message must be declare or discharge"
+            )
+        descriptor = body.descriptor
+        code = codes.descriptor_code(descriptor)
+        fields: list[object] = list(body.value) if isinstance(body.value, list) else []
+        if code == codes.DECLARE:
+            self._declare(work.delivery)
+        elif code == codes.DISCHARGE:
+            self._discharge(work.delivery, fields)
+        else:
+            raise AmqpError(codes.NOT_IMPLEMENTED, f"unknown coordinator request {descriptor!r}")
+
+    def _declare(self, delivery: proton.Delivery) -> None:
+        self._transactions += 1
+        transaction = f"{self.connection_id}:amqp-tx:{self._transactions}"
+        outcome = self.region.begin(self.connection_id, transaction)
+        if outcome.refused is not None:
+            raise outcome.refused
+        set_local_state(delivery, codes.DECLARED, [transaction.encode()])
+        delivery.settle()
+        self.converter.flush()
+
+    def _discharge(self, delivery: proton.Delivery, fields: list[object]) -> None:
+        raw = fields[0] if fields else None
+        transaction = (
+            bytes(raw).decode("utf-8", "replace")
+            if isinstance(raw, bytes | memoryview)
+            else str(raw)
+        )
+        fail = bool(fields[1]) if len(fields) > 1 else False
+        region = self.region
+        if transaction not in region.connections[self.connection_id].transactions:
+            raise AmqpError(codes.TRANSACTION_UNKNOWN_ID, f"unknown transaction id {transaction!r}")
+        if fail:
+            outcome = region.abort(self.connection_id, transaction)
+        else:
+            outcome = region.commit(self.connection_id, transaction)
+        if outcome.refused is not None:
+            raise AmqpError(codes.TRANSACTION_ROLLBACK, outcome.refused.message)
+        delivery.update(proton.Delivery.ACCEPTED)
+        delivery.settle()
+        self.converter.flush(needs_commit=outcome.needs_commit)
+
+
+def _transaction_of(delivery: proton.Delivery) -> str | None:
+    if int(delivery.remote_state) != codes.TRANSACTIONAL_STATE:
+        return None
+    data = remote_data(delivery)
+    return _text(data[0]) if data else None
+
+
+def _text(raw: object) -> str:
+    """A transaction id as the broker keeps it (proton gives binary as memoryview)."""
+    if isinstance(raw, bytes | memoryview):
+        return bytes(raw).decode("utf-8", "replace")
+    return str(raw)
+
+
+def _symbols(value: object) -> set[str]:
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    try:
+        return {str(item) for item in value}  # type: ignore[attr-defined]
+    except TypeError:
+        return set()
