@@ -24,6 +24,7 @@ INVALID_ID: Final = "amqp:invalid-id"  # proton also uses it for a client id in 
 TRANSACTION_UNKNOWN_ID: Final = "amqp:transaction:unknown-id"
 TRANSACTION_ROLLBACK: Final = "amqp:transaction:rollback"
 CONNECTION_FORCED: Final = "amqp:connection:forced"
+MESSAGE_SIZE_EXCEEDED: Final = "amqp:link:message-size-exceeded"
 DECODE_ERROR: Final = "amqp:decode-error"
 TRANSFER_LIMIT_EXCEEDED: Final = "amqp:link:transfer-limit-exceeded"
 

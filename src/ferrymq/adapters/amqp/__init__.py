@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ferrymq.adapters.amqp.converter import AmqpConverter
-from ferrymq.config.model import AmqpOptionsConfig, TransportConnectorConfig
+from ferrymq.config.model import AmqpOptionsConfig, StompLimitsConfig, TransportConnectorConfig
 from ferrymq.service.connection import BrokerConnection
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ class AmqpAdapter:
         service = self.service
         name = connector.display_name if connector is not None else "vm"
         options = connector.amqp if connector is not None else AmqpOptionsConfig()
+        limits = connector.stomp if connector is not None else StompLimitsConfig()
+        largest = min(limits.max_data_length, limits.max_frame_size or limits.max_data_length)
         connection = BrokerConnection(service, name, service.new_connection_id())
-        connection.attach(AmqpConverter(service, connection, connector=name, options=options))
+        converter = AmqpConverter(
+            service, connection, connector=name, options=options, max_message_size=largest
+        )
+        connection.attach(converter)
         return connection

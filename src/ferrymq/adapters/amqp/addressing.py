@@ -19,6 +19,8 @@ pattern means.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
 
 from ferrymq.core.destination import Destination, DestinationError, DestinationType
 from ferrymq.core.errors import BrokerError
@@ -133,3 +135,41 @@ def _resolve(address: str | None, plain_kind: DestinationType) -> Destination:
         return Destination(kind, name)
     except DestinationError as exc:
         raise BrokerError(f"AMQP address {address!r}: {exc}; use {_FORMS}", fatal=False) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    """Options a consumer's source address may carry, as ActiveMQ's destination options
+    (``queue://ORDERS?consumer.exclusive=true&consumer.priority=5``)."""
+
+    exclusive: bool = False
+    priority: int = 0
+
+
+CONSUMER_OPTIONS = ("consumer.exclusive", "consumer.priority")
+
+
+def consumer_address(address: str) -> tuple[str, ConsumerOptions]:
+    """The address without its options, and the options. Unknown ones are refused by name."""
+    base, sep, query = address.partition("?")
+    if not sep:
+        return address, ConsumerOptions()
+    exclusive, priority = False, 0
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name == "consumer.exclusive":
+            exclusive = value.strip().lower() == "true"
+        elif name == "consumer.priority":
+            try:
+                priority = int(value)
+            except ValueError:
+                raise BrokerError(
+                    f"address option consumer.priority must be an integer, got {value!r}",
+                    fatal=False,
+                ) from None
+        else:
+            raise BrokerError(
+                f"unknown address option {name!r} in {address!r} (supported: "
+                f"{', '.join(CONSUMER_OPTIONS)})",
+                fatal=False,
+            )
+    return base, ConsumerOptions(exclusive, priority)

@@ -47,6 +47,10 @@ class AmqpSide(Protocol):
         """The connection's container-id, its JMS client id (None until open)."""
 
     @property
+    def max_message_size(self) -> int:
+        """The largest message a producer may send (the listener's wireFormat limits)."""
+
+    @property
     def subject(self) -> Subject | None:
         """Who the connection logged in as (None without authentication)."""
 

@@ -90,6 +90,7 @@ class AmqpConverter:
         *,
         connector: str,
         options: AmqpOptionsConfig,
+        max_message_size: int,
     ) -> None:
         self.service = service
         self.connection = connection
@@ -103,6 +104,7 @@ class AmqpConverter:
             container_id=service.region.broker_name,
         )
         self.options = options
+        self.max_message_size = max_message_size
         self._idle_timeout_ms = options.idle_timeout_ms
         self.names = TemporaryNames(connection.connection_id)
         self.senders = Senders(self)

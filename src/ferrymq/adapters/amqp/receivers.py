@@ -45,7 +45,7 @@ class Receivers:
         self.connection_id = converter.connection_id
         self.links: dict[str, ReceiverLink] = {}
         self._transactions = 0
-        self._partial: dict[int, bytearray] = {}
+        self._partial: dict[tuple[str, str], bytearray] = {}
         self._over_credit: set[proton.Delivery] = set()
         """Transfers the client sent without credit: their link closes when their turn comes."""
 
@@ -58,6 +58,7 @@ class Receivers:
         link.target.copy(target)
         link.source.copy(link.remote_source)
         link.rcv_settle_mode = proton.Link.RCV_FIRST
+        link.max_message_size = self.converter.max_message_size
         self.links[link.name] = state
         link.open()
         link.flow(self.converter.options.producer_credit)
@@ -96,18 +97,35 @@ class Receivers:
     def read(self, link: proton.Link, delivery: proton.Delivery) -> Transfer | None:
         """Take what arrived of a delivery; the whole transfer once its last frame is in (a
         large message arrives in many frames, and proton's buffer is not kept waiting)."""
-        key = id(delivery.tag), delivery.tag
+        key = (link.name, str(delivery.tag))
         pending = delivery.pending
         chunk = link.recv(pending) if pending > 0 else b""
         if delivery.partial:
-            self._partial.setdefault(hash(key), bytearray()).extend(chunk or b"")
+            buffer = self._partial.setdefault(key, bytearray())
+            buffer.extend(chunk or b"")
+            if len(buffer) > self.converter.max_message_size:
+                self._partial.pop(key, None)
+                self._too_large(link, delivery)
             return None
-        buffered = self._partial.pop(hash(key), None)
+        buffered = self._partial.pop(key, None)
         link.advance()
         if link.credit < 0:  # seen now: later top-ups would hide it
             self._over_credit.add(delivery)
         payload = bytes(buffered) + (chunk or b"") if buffered is not None else (chunk or b"")
         return Transfer(link, delivery, payload)
+
+    def _too_large(self, link: proton.Link, delivery: proton.Delivery) -> None:
+        """A message over the listener's limit (``wireFormat.maxFrameSize``): the link ends
+        with AMQP's condition for it, and what arrived of the message is dropped."""
+        limit = self.converter.max_message_size
+        self.links.pop(link.name, None)
+        delivery.settle()
+        link.condition = proton.Condition(
+            codes.MESSAGE_SIZE_EXCEEDED,
+            f"a message over {limit} bytes was refused (the listener's wireFormat.maxFrameSize)",
+        )
+        link.close()
+        self.converter.flush()
 
     def transfer(self, work: Transfer) -> bool:
         state = self.links.get(work.link.name)

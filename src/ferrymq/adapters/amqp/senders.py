@@ -28,7 +28,6 @@ from ferrymq.core.message import Message
 from ferrymq.core.region import AckRef, Settlement
 from ferrymq.core.selector import SelectorError, parse_selector
 
-
 CACHED_TAIL_LIMIT = 64 * 1024
 """A message shared by several subscriptions keeps its rendered sections up to this body size
 (above it the copy would cost more memory than rendering again costs time)."""
@@ -79,8 +78,8 @@ class Senders:
                 "exactly-once delivery (rcv-settle-mode second) is not supported; "
                 "use at-least-once (first) or at-most-once (pre-settled)",
             )
-        destination, address = self._source_destination(link, source)
-        consumer = self._consumer(link, source, destination)
+        destination, address, options = self._source_destination(link, source)
+        consumer = self._consumer(link, source, destination, options)
         link.source.copy(source)
         link.source.address = address
         link.target.copy(link.remote_target)
@@ -102,10 +101,11 @@ class Senders:
 
     def _source_destination(
         self, link: proton.Link, source: proton.Terminus
-    ) -> tuple[Destination, str]:
+    ) -> tuple[Destination, str, addressing.ConsumerOptions]:
         capabilities = _symbols(data_object(source.capabilities))
+        no_options = addressing.ConsumerOptions()
         if source.dynamic:
-            return self._dynamic_node(capabilities)
+            return (*self._dynamic_node(capabilities), no_options)
         address = source.address
         if not address:
             durable = self._existing_durable(link)
@@ -115,8 +115,9 @@ class Senders:
                     f"no durable subscription {link.name!r} for client id "
                     f"{self.converter.client_id!r}, and the link names no source address",
                 )
-            return durable, addressing.address_for(durable)
-        return addressing.destination_for(address, capabilities), address
+            return durable, addressing.address_for(durable), no_options
+        name, options = addressing.consumer_address(address)
+        return addressing.destination_for(name, capabilities), address, options
 
     def _dynamic_node(self, capabilities: set[str]) -> tuple[Destination, str]:
         self._dynamic += 1
@@ -138,7 +139,11 @@ class Senders:
         return None if subscription is None else subscription.destination
 
     def _consumer(
-        self, link: proton.Link, source: proton.Terminus, destination: Destination
+        self,
+        link: proton.Link,
+        source: proton.Terminus,
+        destination: Destination,
+        options: addressing.ConsumerOptions,
     ) -> Consumer:
         filters = data_object(source.filter)
         selector_text, no_local = _filters(filters)
@@ -166,6 +171,8 @@ class Senders:
             ack_mode=AckMode.AUTO if presettled else AckMode.CLIENT_INDIVIDUAL,
             prefetch=0,
             selector=selector,
+            priority=options.priority,
+            exclusive=options.exclusive,
             no_local=no_local,
             browser=browser,
             durable_name=link.name if durable else None,
@@ -349,15 +356,7 @@ def _settlement(delivery: proton.Delivery) -> tuple[Settlement | None, str | Non
     if state == codes.TRANSACTIONAL_STATE:
         data = remote_data(delivery)
         transaction = _tag(data[0]) if data else None
-        inner = data[1] if len(data) > 1 else None
-        code = codes.descriptor_code(inner.descriptor) if isinstance(inner, proton.Described) else None
-        if isinstance(inner, proton.Described) and code is not None:
-            state = code
-            fields = inner.value if isinstance(inner.value, list) else []
-            failed = bool(fields[0]) if fields else False
-            undeliverable = bool(fields[1]) if len(fields) > 1 else False
-        else:
-            state = codes.ACCEPTED
+        state, failed, undeliverable = _inner_outcome(data[1] if len(data) > 1 else None)
     if state == codes.MODIFIED:
         if undeliverable:
             return Settlement.DEAD_LETTER, transaction
@@ -366,3 +365,16 @@ def _settlement(delivery: proton.Delivery) -> tuple[Settlement | None, str | Non
     if settlement is None and delivery.settled:
         settlement = Settlement.ACCEPT  # settled with no outcome: taken as consumed
     return settlement, transaction
+
+
+def _inner_outcome(outcome: object) -> tuple[int, bool, bool]:
+    """A transactional state's outcome: its code, and a modified's two flags (none: accepted)."""
+    if not isinstance(outcome, proton.Described):
+        return codes.ACCEPTED, False, False
+    code = codes.descriptor_code(outcome.descriptor)
+    if code is None:
+        return codes.ACCEPTED, False, False
+    fields = outcome.value if isinstance(outcome.value, list) else []
+    failed = bool(fields[0]) if fields else False
+    undeliverable = bool(fields[1]) if len(fields) > 1 else False
+    return code, failed, undeliverable
