@@ -46,6 +46,7 @@ class Receivers:
         self.links: dict[str, ReceiverLink] = {}
         self._transactions = 0
         self._partial: dict[tuple[str, str], bytearray] = {}
+        self._dropping: set[tuple[str, str]] = set()
         self._over_credit: set[proton.Delivery] = set()
         """Transfers the client sent without credit: their link closes when their turn comes."""
 
@@ -96,18 +97,32 @@ class Receivers:
 
     def read(self, link: proton.Link, delivery: proton.Delivery) -> Transfer | None:
         """Take what arrived of a delivery; the whole transfer once its last frame is in (a
-        large message arrives in many frames, and proton's buffer is not kept waiting)."""
+        large message arrives in many frames, and proton's buffer is not kept waiting). The
+        rest of a message refused for its size, or of one on a link closed meanwhile, is read
+        and dropped."""
         key = (link.name, str(delivery.tag))
         pending = delivery.pending
         chunk = link.recv(pending) if pending > 0 else b""
+        limit = self.converter.max_message_size
+        if link.name not in self.links or key in self._dropping:
+            if not delivery.partial:
+                self._dropping.discard(key)
+                link.advance()
+                delivery.settle()
+            return None
+        buffered = self._partial.pop(key, None) if not delivery.partial else None
         if delivery.partial:
             buffer = self._partial.setdefault(key, bytearray())
             buffer.extend(chunk or b"")
-            if len(buffer) > self.converter.max_message_size:
-                self._partial.pop(key, None)
+            if len(buffer) > limit:
+                del self._partial[key]
+                self._dropping.add(key)
                 self._too_large(link, delivery)
             return None
-        buffered = self._partial.pop(key, None)
+        if len(chunk or b"") + (len(buffered) if buffered is not None else 0) > limit:
+            link.advance()
+            self._too_large(link, delivery)
+            return None
         link.advance()
         if link.credit < 0:  # seen now: later top-ups would hide it
             self._over_credit.add(delivery)
@@ -119,7 +134,8 @@ class Receivers:
         with AMQP's condition for it, and what arrived of the message is dropped."""
         limit = self.converter.max_message_size
         self.links.pop(link.name, None)
-        delivery.settle()
+        if not delivery.partial:
+            delivery.settle()
         link.condition = proton.Condition(
             codes.MESSAGE_SIZE_EXCEEDED,
             f"a message over {limit} bytes was refused (the listener's wireFormat.maxFrameSize)",
