@@ -70,7 +70,8 @@ def add_parser(commands: Any) -> None:
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "url",
-        help="the broker, e.g. tcp://127.0.0.1:61613, or several: "
+        help="the broker, e.g. tcp://127.0.0.1:61613 (STOMP) or amqp://127.0.0.1:5672 "
+        "(AMQP 1.0; amqps:// over TLS), or several: "
         "failover:(tcp://a:61613,tcp://b:61613)?randomize=false",
     )
     parser.add_argument("--login", help="user name for CONNECT")

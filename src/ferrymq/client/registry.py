@@ -1,13 +1,16 @@
 """URL scheme -> transport, in one table (ActiveMQ's TransportFactory lookup by scheme).
 
 Schemes FerryMQ will support later (``static``) are refused by name rather than as unknown.
-``ssl`` and ``stomp+ssl`` are ``tcp`` over TLS (``client.tls``).
+``ssl`` and ``stomp+ssl`` are ``tcp`` over TLS (``client.tls``). ``amqp`` speaks AMQP 1.0
+instead of STOMP (``client.amqp_transport``); ``amqps`` and ``amqp+ssl`` (ActiveMQ's name) are
+``amqp`` over TLS.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from ferrymq.client.amqp_transport import AmqpTransport
 from ferrymq.client.commands import ConnectionInfo
 from ferrymq.client.discovery import discovery_transport
 from ferrymq.client.errors import BrokerURLError
@@ -32,6 +35,16 @@ def _tcp(uri: AnyURI, info: ConnectionInfo) -> Transport:
     return TcpTransport(uri, info, tcp_options(uri))
 
 
+def _amqp(uri: AnyURI, info: ConnectionInfo) -> Transport:
+    if not isinstance(uri, URI):
+        raise BrokerURLError(
+            f"{uri.scheme}: names one broker (amqp://HOST:PORT), not a list",
+            url=uri.raw or str(uri),
+            part=uri.scheme,
+        )
+    return AmqpTransport(uri, info)
+
+
 def _vm(uri: AnyURI, info: ConnectionInfo) -> Transport:
     if not isinstance(uri, URI):
         raise BrokerURLError(
@@ -50,6 +63,9 @@ TRANSPORTS: dict[str, TransportFactory] = {
     "masterslave": masterslave_transport,
     "fanout": fanout_transport,
     "vm": _vm,
+    "amqp": _amqp,
+    "amqps": _amqp,
+    "amqp+ssl": _amqp,
 }
 """Schemes the client can open, lower case."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 
+from ferrymq.client.amqp_transport import AMQP_SCHEMES, AmqpTransport
 from ferrymq.client.commands import ConnectionInfo
 from ferrymq.client.failover.link import Link, LinkOwner
 from ferrymq.client.failover.options import FailoverOptions, inject
@@ -53,7 +54,11 @@ class Dialer:
         just the TCP socket. Raises ``ConnectFailedError``, ``BrokerErrorFrame`` or (a bad
         option in a learnt URI) ``BrokerURLError``."""
         target = inject(uri, self.options.nested)
-        transport = TcpTransport(target, self.info, tcp_options(target))
+        transport: TcpTransport | AmqpTransport
+        if target.scheme.lower() in AMQP_SCHEMES:
+            transport = AmqpTransport(target, self.info)
+        else:
+            transport = TcpTransport(target, self.info, tcp_options(target))
         link = Link(self.owner, target, transport, asyncio.get_running_loop().time())
         try:
             if socket_only:

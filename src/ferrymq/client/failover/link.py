@@ -1,8 +1,8 @@
 """One connection a failover transport holds: the current one, a standby, or one being opened.
 
-A ``Link`` is the ``TcpTransport``'s listener: it passes events to its owner (a ``LinkOwner``:
-the ``FailoverTransport``) tagged with itself, so the owner can tell the current broker's events
-from a standby's or a retired one's.
+A ``Link`` is its member transport's listener (``TcpTransport`` or ``AmqpTransport``): it passes
+events to its owner (a ``LinkOwner``: the ``FailoverTransport``) tagged with itself, so the owner
+can tell the current broker's events from a standby's or a retired one's.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import asyncio
 from enum import Enum
 from typing import Protocol
 
+from ferrymq.client.amqp_transport import AmqpTransport
 from ferrymq.client.errors import ClientError, ConnectionClosed
 from ferrymq.client.failover.policy import BrokerKey, broker_key
 from ferrymq.client.tcp import TcpTransport
@@ -44,7 +45,11 @@ class Link:
     __slots__ = ("connected", "key", "lost", "opened_at", "owner", "role", "transport", "uri")
 
     def __init__(
-        self, owner: LinkOwner, uri: URI, transport: TcpTransport, opened_at: float
+        self,
+        owner: LinkOwner,
+        uri: URI,
+        transport: TcpTransport | AmqpTransport,
+        opened_at: float,
     ) -> None:
         self.owner = owner
         self.uri = uri
