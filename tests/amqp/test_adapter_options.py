@@ -1,6 +1,6 @@
 """The AMQP listener's own options and limits, with python-qpid-proton's BlockingConnection:
 consumer options in a source address, the message size limit, user-id, what the broker
-announces at open, and drain."""
+announces at open, and the anonymous relay."""
 
 from __future__ import annotations
 
