@@ -13,9 +13,11 @@ never ``is`` (the same endpoint comes back as another wrapper).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+import cproton  # type: ignore[import-untyped]  # proton's own cffi binding
 import proton
+from proton import EventType
 
 from ferrymq.amqp import codes
 
@@ -70,6 +72,22 @@ class Engine:
             yield event
             collector.pop()
 
+    def raw_events(self) -> Iterator[RawEvent]:
+        """The events, each wrapping only what is asked of it: proton's ``Event`` makes a
+        Python wrapper for the delivery, link, session, connection and transport of every
+        event, which on a busy link costs more than the broker's own work. A ``RawEvent`` is
+        valid only until the iteration moves on."""
+        collector = self.collector._impl
+        peek, pop, isnull = cproton.pn_collector_peek, cproton.pn_collector_pop, cproton.isnull
+        types = EventType.TYPES
+        kind_of = cproton.pn_event_type
+        while True:
+            impl = peek(collector)
+            if isnull(impl):
+                return
+            yield RawEvent(types[kind_of(impl)], impl)
+            pop(collector)
+
     def output(self) -> bytes:
         """What proton has to send, all of it (ends at a frame boundary). proton hands its
         output over a buffer at a time and writes the next frames of a large message only once
@@ -116,3 +134,99 @@ class Engine:
     def close_input(self) -> None:
         """The socket is gone: proton reads nothing more."""
         self.transport.close_tail()
+
+
+_delivery_of: Callable[[object], proton.Delivery] = proton.Delivery.wrap
+_link_of: Callable[[object], proton.Link] = proton.Link.wrap
+_session_of: Callable[[object], proton.Session] = proton.Session.wrap
+
+
+class RawEvent:
+    """One proton event, its endpoints wrapped on demand (``Engine.raw_events``)."""
+
+    __slots__ = ("_impl", "type")
+
+    def __init__(self, kind: EventType, impl: object) -> None:
+        self.type = kind
+        self._impl = impl
+
+    @property
+    def delivery(self) -> proton.Delivery:
+        return _delivery_of(cproton.pn_event_delivery(self._impl))
+
+    @property
+    def link(self) -> proton.Link:
+        return _link_of(cproton.pn_event_link(self._impl))
+
+    def incoming(self) -> IncomingDelivery | None:
+        """A DELIVERY event's delivery when the peer sent it and data is there to read."""
+        impl = cproton.pn_event_delivery(self._impl)
+        link = cproton.pn_delivery_link(impl)
+        if not cproton.pn_link_is_receiver(link) or not cproton.pn_delivery_readable(impl):
+            return None
+        return IncomingDelivery(impl, _link_of(link))
+
+    def settled_outgoing(self) -> proton.Delivery | None:
+        """A DELIVERY event's delivery when the broker sent it and the peer updated it."""
+        impl = cproton.pn_event_delivery(self._impl)
+        if cproton.pn_link_is_receiver(cproton.pn_delivery_link(impl)):
+            return None
+        return _delivery_of(impl) if cproton.pn_delivery_updated(impl) else None
+
+    @property
+    def session(self) -> proton.Session:
+        return _session_of(cproton.pn_event_session(self._impl))
+
+
+class IncomingDelivery:
+    """A delivery the peer sent, through proton's C functions: proton's ``Delivery`` wrapper
+    builds two disposition objects each time it is made, which on a busy producer link costs
+    more than storing the message. It keeps the delivery alive as proton's wrappers do
+    (``pn_incref``); ``full`` gives proton's wrapper for the rare states (transactional,
+    rejected with a condition)."""
+
+    __slots__ = ("_impl", "link")
+
+    def __init__(self, impl: object, link: proton.Link) -> None:
+        cproton.pn_incref(impl)
+        self._impl = impl
+        self.link = link
+
+    def __del__(self) -> None:
+        cproton.pn_decref(self._impl)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IncomingDelivery) and other._impl == self._impl
+
+    def __hash__(self) -> int:
+        return hash(self._impl)
+
+    @property
+    def tag(self) -> str:
+        return str(cproton.pn_delivery_tag(self._impl))
+
+    @property
+    def pending(self) -> int:
+        return int(cproton.pn_delivery_pending(self._impl))
+
+    @property
+    def partial(self) -> bool:
+        return bool(cproton.pn_delivery_partial(self._impl))
+
+    @property
+    def settled(self) -> bool:
+        """Settled by the peer (a pre-settled transfer)."""
+        return bool(cproton.pn_delivery_settled(self._impl))
+
+    @property
+    def remote_state(self) -> int:
+        return int(cproton.pn_delivery_remote_state(self._impl))
+
+    def update(self, state: int) -> None:
+        cproton.pn_delivery_update(self._impl, state)
+
+    def settle(self) -> None:
+        cproton.pn_delivery_settle(self._impl)
+
+    def full(self) -> proton.Delivery:
+        return _delivery_of(self._impl)

@@ -72,18 +72,6 @@ def set_local_state(delivery: proton.Delivery, state: int, data: list[object]) -
     delivery.update(state)
 
 
-def event_link(event: proton.Event) -> proton.Link:
-    link = event.link
-    assert link is not None, "a link event names its link"
-    return link
-
-
-def event_session(event: proton.Event) -> proton.Session:
-    session = event.session
-    assert session is not None, "a session event names its session"
-    return session
-
-
 def data_object(data: proton.Data | None) -> object:
     """The value a terminus field holds (a filter set, capabilities): read from its start."""
     if data is None:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import proton
 
-from ferrymq.adapters.amqp.base import event_link, event_session
-from ferrymq.adapters.amqp.errors import AmqpError, condition_for
+from ferrymq.adapters.amqp.errors import NOT_ASCII, AmqpError, condition_for
+from ferrymq.adapters.amqp.links import link_records
 from ferrymq.adapters.amqp.receivers import Receivers
 from ferrymq.adapters.amqp.senders import Senders
 from ferrymq.adapters.amqp.work import (
@@ -43,7 +43,7 @@ from ferrymq.adapters.amqp.work import (
 )
 from ferrymq.adapters.stomp.dialect import TemporaryNames
 from ferrymq.amqp import codes
-from ferrymq.amqp.engine import Engine
+from ferrymq.amqp.engine import Engine, RawEvent
 from ferrymq.amqp.sasl import (
     OUTCOME_AUTH,
     OUTCOME_OK,
@@ -69,14 +69,16 @@ log = logging.getLogger(__name__)
 VERSION = "1.0"
 
 _E = proton.Event
-_ENDPOINT_EVENTS: dict[object, Callable[[proton.Event], object]] = {
+_DELIVERY = _E.DELIVERY
+_LINK_FLOW = _E.LINK_FLOW
+_ENDPOINT_EVENTS: dict[object, Callable[[RawEvent], object]] = {
     _E.CONNECTION_REMOTE_OPEN: lambda e: RemoteOpen(),
     _E.CONNECTION_REMOTE_CLOSE: lambda e: RemoteClose(),
-    _E.SESSION_REMOTE_OPEN: lambda e: SessionOpen(event_session(e)),
-    _E.SESSION_REMOTE_CLOSE: lambda e: SessionClose(event_session(e)),
-    _E.LINK_REMOTE_OPEN: lambda e: LinkOpen(event_link(e)),
-    _E.LINK_REMOTE_DETACH: lambda e: LinkClose(event_link(e), closed=False),
-    _E.LINK_REMOTE_CLOSE: lambda e: LinkClose(event_link(e), closed=True),
+    _E.SESSION_REMOTE_OPEN: lambda e: SessionOpen(e.session),
+    _E.SESSION_REMOTE_CLOSE: lambda e: SessionClose(e.session),
+    _E.LINK_REMOTE_OPEN: lambda e: LinkOpen(e.link),
+    _E.LINK_REMOTE_DETACH: lambda e: LinkClose(e.link, closed=False),
+    _E.LINK_REMOTE_CLOSE: lambda e: LinkClose(e.link, closed=True),
 }
 
 
@@ -128,6 +130,9 @@ class AmqpConverter:
             Transfer: self.receivers.transfer,  # type: ignore[dict-item]
         }
 
+    protocol = "AMQP"
+    links = link_records  # the admin API's records of this connection's links
+
     @property
     def version(self) -> str | None:
         return VERSION if self._opened else None
@@ -177,15 +182,14 @@ class AmqpConverter:
         engine = self.engine
         readable = engine.push(data)
         work: list[object] = []
-        for event in engine.events():
+        for event in engine.raw_events():
             kind = event.type
-            if kind == _E.DELIVERY:
-                delivery = event.delivery
-                item = self._delivery(delivery) if delivery is not None else None
+            if kind is _DELIVERY:
+                item = self._delivery(event)
                 if item is not None:
                     work.append(item)
-            elif kind == _E.LINK_FLOW:
-                link = event_link(event)
+            elif kind is _LINK_FLOW:
+                link = event.link
                 if link.is_sender:
                     work.append(Credit(link))
             else:
@@ -200,13 +204,12 @@ class AmqpConverter:
         if unreadable or not readable or engine.finished:
             self._finished()
 
-    def _delivery(self, delivery: proton.Delivery) -> object | None:
-        link = delivery.link
-        if link.is_receiver:
-            return self.receivers.read(link, delivery) if delivery.readable else None
-        if delivery.updated:
-            return Settled(delivery)
-        return None
+    def _delivery(self, event: RawEvent) -> object | None:
+        incoming = event.incoming()
+        if incoming is not None:
+            return self.receivers.read(incoming.link, incoming)
+        outgoing = event.settled_outgoing()
+        return Settled(outgoing) if outgoing is not None else None
 
     def _finished(self) -> None:
         """proton closed the connection (the client closed it, or a protocol fault)."""
@@ -233,6 +236,11 @@ class AmqpConverter:
             if isinstance(work, RemoteOpen | SaslLogin | SaslStart):
                 raise
             self._refuse(work, exc)
+        except UnicodeDecodeError:  # proton reads every symbol as ASCII
+            error = AmqpError(codes.DECODE_ERROR, NOT_ASCII, fatal=not hasattr(work, "link"))
+            if error.fatal:
+                raise error from None
+            self._refuse(work, error)
         return False
 
     def refusal(self, error: BrokerError, work: object | None) -> bytes:

@@ -25,6 +25,7 @@ from ferrymq.adapters.amqp.mapping import message_from_amqp, relay_destination
 from ferrymq.adapters.amqp.properties import USER_ID
 from ferrymq.adapters.amqp.work import Transfer
 from ferrymq.amqp import codes
+from ferrymq.amqp.engine import IncomingDelivery
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
@@ -47,7 +48,7 @@ class Receivers:
         self._transactions = 0
         self._partial: dict[tuple[str, str], bytearray] = {}
         self._dropping: set[tuple[str, str]] = set()
-        self._over_credit: set[proton.Delivery] = set()
+        self._over_credit: set[IncomingDelivery] = set()
         """Transfers the client sent without credit: their link closes when their turn comes."""
 
     def attach(self, link: proton.Link) -> None:
@@ -95,7 +96,7 @@ class Receivers:
 
     # -- transfers ----------------------------------------------------------------------------
 
-    def read(self, link: proton.Link, delivery: proton.Delivery) -> Transfer | None:
+    def read(self, link: proton.Link, delivery: IncomingDelivery) -> Transfer | None:
         """Take what arrived of a delivery; the whole transfer once its last frame is in (a
         large message arrives in many frames, and proton's buffer is not kept waiting). The
         rest of a message refused for its size, or of one on a link closed meanwhile, is read
@@ -129,7 +130,7 @@ class Receivers:
         payload = bytes(buffered) + (chunk or b"") if buffered is not None else (chunk or b"")
         return Transfer(link, delivery, payload)
 
-    def _too_large(self, link: proton.Link, delivery: proton.Delivery) -> None:
+    def _too_large(self, link: proton.Link, delivery: IncomingDelivery) -> None:
         """A message over the listener's limit (``wireFormat.maxFrameSize``): the link ends
         with AMQP's condition for it, and what arrived of the message is dropped."""
         limit = self.converter.max_message_size
@@ -162,7 +163,7 @@ class Receivers:
         finally:
             self._top_up(work.link)
 
-    def _refuse_over_credit(self, delivery: proton.Delivery) -> None:
+    def _refuse_over_credit(self, delivery: IncomingDelivery) -> None:
         """AMQP 1.0 part 2.6.7: a sender with no credit must not send; the link closes
         (the converter closes it with this error), the message is not taken."""
         if delivery not in self._over_credit:
@@ -217,7 +218,7 @@ class Receivers:
             del message.properties[USER_ID]
 
     def _accept(
-        self, delivery: proton.Delivery, transaction: str | None, *, needs_commit: bool
+        self, delivery: IncomingDelivery, transaction: str | None, *, needs_commit: bool
     ) -> None:
         if delivery.settled:  # pre-settled: at most once, nothing to say
             delivery.settle()
@@ -225,7 +226,9 @@ class Receivers:
             return
         if transaction is not None:
             accepted = proton.Described(proton.ulong(codes.ACCEPTED), [])
-            set_local_state(delivery, codes.TRANSACTIONAL_STATE, [transaction.encode(), accepted])
+            set_local_state(
+                delivery.full(), codes.TRANSACTIONAL_STATE, [transaction.encode(), accepted]
+            )
         else:
             delivery.update(proton.Delivery.ACCEPTED)
         delivery.settle()
@@ -234,8 +237,9 @@ class Receivers:
     def _reject(self, work: Transfer, error: BrokerError) -> None:
         delivery = work.delivery
         if not delivery.settled:
-            delivery.local.condition = condition_for(error)
-            delivery.update(proton.Delivery.REJECTED)
+            full = delivery.full()
+            full.local.condition = condition_for(error)
+            full.update(proton.Delivery.REJECTED)
         delivery.settle()
         self.converter.log_refusal(error)
         self.converter.flush()
@@ -269,17 +273,17 @@ class Receivers:
         else:
             raise AmqpError(codes.NOT_IMPLEMENTED, f"unknown coordinator request {descriptor!r}")
 
-    def _declare(self, delivery: proton.Delivery) -> None:
+    def _declare(self, delivery: IncomingDelivery) -> None:
         self._transactions += 1
         transaction = f"{self.connection_id}:amqp-tx:{self._transactions}"
         outcome = self.region.begin(self.connection_id, transaction)
         if outcome.refused is not None:
             raise outcome.refused
-        set_local_state(delivery, codes.DECLARED, [transaction.encode()])
+        set_local_state(delivery.full(), codes.DECLARED, [transaction.encode()])
         delivery.settle()
         self.converter.flush()
 
-    def _discharge(self, delivery: proton.Delivery, fields: list[object]) -> None:
+    def _discharge(self, delivery: IncomingDelivery, fields: list[object]) -> None:
         raw = fields[0] if fields else None
         transaction = (
             bytes(raw).decode("utf-8", "replace")
@@ -301,10 +305,10 @@ class Receivers:
         self.converter.flush(needs_commit=outcome.needs_commit)
 
 
-def _transaction_of(delivery: proton.Delivery) -> str | None:
+def _transaction_of(delivery: IncomingDelivery) -> str | None:
     if int(delivery.remote_state) != codes.TRANSACTIONAL_STATE:
         return None
-    data = remote_data(delivery)
+    data = remote_data(delivery.full())
     return _text(data[0]) if data else None
 
 

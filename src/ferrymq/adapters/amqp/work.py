@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import proton
 
+from ferrymq.amqp.engine import IncomingDelivery
 from ferrymq.amqp.sasl import Header, SaslInit
 
 
@@ -69,7 +70,7 @@ class Transfer:
     """A complete message from the client."""
 
     link: proton.Link
-    delivery: proton.Delivery
+    delivery: IncomingDelivery
     payload: bytes
 
 
