@@ -31,7 +31,8 @@ test: system-deps $(STAMP) lint typecheck unit
 ## The tests start a throwaway PostgreSQL server, an ActiveMQ broker (multicast discovery
 ## interoperability), Spark (Java 17) and PHP's PECL stomp client (interoperability): install
 ## Debian's packages for what is missing. stomp.js (npm, tests/websocket/node) runs under Node
-## and in headless Chromium (chromium, chromium-driver); the tests `npm ci` it themselves.
+## and in headless Chromium (chromium, chromium-driver); the tests `npm ci` it themselves, and
+## rhea (npm, tests/amqp/node). RabbitMQ's AMQP 1.0 shovel is a third-party AMQP client.
 system-deps:
 	@missing=""; \
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
@@ -45,6 +46,7 @@ system-deps:
 	fi; \
 	if [ ! -x /usr/bin/chromium ]; then missing="$$missing chromium"; fi; \
 	if [ ! -x /usr/bin/chromedriver ]; then missing="$$missing chromium-driver"; fi; \
+	if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]; then missing="$$missing rabbitmq-server"; fi; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages for the tests:$$missing"; \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
