@@ -150,7 +150,7 @@ def _decode_init(body: bytes) -> SaslInit:
         data.rewind()
         data.next()
         value = data.get_object()
-    except proton.DataException as exc:
+    except (proton.DataException, ValueError) as exc:  # ValueError: a symbol not ASCII
         raise SaslError(f"malformed sasl-init frame: {exc}") from None
     if not isinstance(value, proton.Described) or value.descriptor != SASL_INIT:
         raise SaslError("expected sasl-init")

@@ -16,6 +16,9 @@ from ferrymq.amqp import codes
 from ferrymq.core.authorization import NotAuthorizedError
 from ferrymq.core.errors import BrokerError
 
+NOT_ASCII = "a symbol holds a byte that is not ASCII"
+"""proton reads every symbol as ASCII and raises UnicodeDecodeError on any other byte."""
+
 
 class AmqpError(BrokerError):
     """A refusal with its AMQP condition."""
