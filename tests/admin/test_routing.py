@@ -187,6 +187,8 @@ def test_connections_document() -> None:
                 "remote_address": "127.0.0.1:50123",
                 "connector": "stomp",
                 "connected": True,
+                "protocol": "STOMP",
+                "version": "1.2",
                 "stomp_version": "1.2",
                 "connected_at_ms": 1_700_000_000_000,
                 "bytes_in": 300,
@@ -203,6 +205,7 @@ def test_connections_document() -> None:
                         "selector": "color = 'red'",
                     }
                 ],
+                "links": [],
             }
         ]
     }

@@ -31,12 +31,21 @@ class TransportRecord:
 
 
 @dataclass
+class StompConverterRecord:
+    protocol: str = "STOMP"
+
+    def links(self) -> list[dict[str, object]]:
+        return []
+
+
+@dataclass
 class StompConnectionRecord:
     connection_id: str
     connector: str
     version: str
     connected: bool
     transport: TransportRecord | None
+    converter: StompConverterRecord = field(default_factory=StompConverterRecord)
 
 
 @dataclass

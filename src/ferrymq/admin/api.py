@@ -14,7 +14,12 @@ from ferrymq.admin.metrics import render_metrics
 from ferrymq.admin.network_bridges import STATISTICS_KEY, network_bridge_documents
 from ferrymq.admin.operations import WRITE_ROUTES
 from ferrymq.admin.routing import HttpError, Request, Response, Route, json_response
-from ferrymq.admin.source import AdminSource, ConnectionStatistics, SubscriptionStatistics
+from ferrymq.admin.source import (
+    AdminSource,
+    ConnectionStatistics,
+    LinkStatistics,
+    SubscriptionStatistics,
+)
 from ferrymq.core.destination import Destination, DestinationType
 from ferrymq.core.statistics import DestinationStatistics
 
@@ -59,6 +64,8 @@ def connection_document(connection: ConnectionStatistics) -> dict[str, Any]:
         "remote_address": connection.remote_address,
         "connector": connection.connector,
         "connected": connection.connected,
+        "protocol": connection.protocol,
+        "version": connection.version or connection.stomp_version,
         "stomp_version": connection.stomp_version,
         "connected_at_ms": connection.connected_at_ms,
         "bytes_in": connection.bytes_in,
@@ -66,6 +73,17 @@ def connection_document(connection: ConnectionStatistics) -> dict[str, Any]:
         "messages_sent": connection.messages_sent,
         "messages_delivered": connection.messages_delivered,
         "subscriptions": [subscription_document(s) for s in connection.subscriptions],
+        "links": [link_document(link) for link in connection.links],
+    }
+
+
+def link_document(link: LinkStatistics) -> dict[str, Any]:
+    return {
+        "name": link.name,
+        "role": link.role,
+        "address": link.address,
+        "credit": link.credit,
+        "unsettled": link.unsettled,
     }
 
 

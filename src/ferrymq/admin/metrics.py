@@ -201,6 +201,7 @@ class BrokerCollector:
         yield from self._broker_families()
         yield from self._role_families()
         yield self._listener_family()
+        yield from self._protocol_families()
         yield from network_bridge_families(self.statistics, self.destinations)
 
     def _destination_families(self) -> Iterator[Metric]:
@@ -248,6 +249,31 @@ class BrokerCollector:
         for name in sorted(counts):
             listeners.add_metric([name], counts[name])
         return listeners
+
+    def _protocol_families(self) -> Iterator[Metric]:
+        connections = GaugeMetricFamily(
+            "ferrymq_protocol_connections",
+            "Open connections by wire protocol (STOMP, AMQP).",
+            labels=["protocol"],
+        )
+        counts = Counter(connection.protocol for connection in self.connections)
+        for name in sorted(counts):
+            connections.add_metric([name], counts[name])
+        yield connections
+        links = GaugeMetricFamily(
+            "ferrymq_links",
+            "Open links (AMQP 1.0) by protocol and the broker's role: sender (a consumer's "
+            "link) or receiver (a producer's, or the transaction coordinator's).",
+            labels=["protocol", "role"],
+        )
+        roles = Counter(
+            (connection.protocol, link.role)
+            for connection in self.connections
+            for link in connection.links
+        )
+        for (protocol, role), count in sorted(roles.items()):
+            links.add_metric([protocol, role], count)
+        yield links
 
 
 PROCESS_COLLECTOR: Final = ProcessCollector(registry=None)

@@ -33,6 +33,20 @@ class SubscriptionStatistics:
 
 
 @dataclass(frozen=True, slots=True)
+class LinkStatistics:
+    """One link of a connection whose protocol has links (AMQP 1.0)."""
+
+    name: str
+    role: str
+    """The broker's end: ``sender`` (a client's consumer) or ``receiver`` (a producer, or the
+    transaction coordinator)."""
+    address: str | None
+    credit: int
+    unsettled: int
+    """Deliveries on the link not yet settled."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConnectionStatistics:
     connection_id: str
     connector: str
@@ -56,6 +70,11 @@ class ConnectionStatistics:
     subscriptions: tuple[SubscriptionStatistics, ...]
     groups: tuple[str, ...] = ()
     """The authenticated user's groups, sorted (none without authentication)."""
+    protocol: str = "STOMP"
+    """The wire protocol ("STOMP", "AMQP")."""
+    version: str | None = None
+    """The protocol version agreed with the client (STOMP's or AMQP's); None before."""
+    links: tuple[LinkStatistics, ...] = ()
 
 
 @runtime_checkable
@@ -87,8 +106,20 @@ class TransportView(Protocol):
     def bytes_out(self) -> int: ...
 
 
+class ConverterView(Protocol):
+    """``ferrymq.service.adapter.ProtocolConverter``."""
+
+    @property
+    def protocol(self) -> str: ...
+
+    def links(self) -> list[dict[str, object]]: ...
+
+
 class ConnectionView(Protocol):
     """``ferrymq.service.connection.BrokerConnection``."""
+
+    @property
+    def converter(self) -> ConverterView: ...
 
     @property
     def connection_id(self) -> str: ...
@@ -159,13 +190,15 @@ class BrokerServiceSource:
                     )
                     for subscription_id, consumer in state.consumers.items()
                 )
+            converter = connection.converter
+            version = connection.version if connection.connected else None
             result.append(
                 ConnectionStatistics(
                     connection_id=connection.connection_id,
                     connector=connection.connector,
                     remote_address=remote or (state.remote_address if state else None),
                     connected=connection.connected,
-                    stomp_version=connection.version if connection.connected else None,
+                    stomp_version=version if converter.protocol == "STOMP" else None,
                     client_id=state.client_id if state else None,
                     user=state.user if state else None,
                     connected_at_ms=state.connected_at if state else None,
@@ -175,9 +208,24 @@ class BrokerServiceSource:
                     messages_delivered=state.messages_delivered if state else 0,
                     subscriptions=subscriptions,
                     groups=tuple(sorted(state.groups)) if state else (),
+                    protocol=converter.protocol,
+                    version=version,
+                    links=tuple(_link(record) for record in converter.links()),
                 )
             )
         return result
+
+
+def _link(record: Mapping[str, object]) -> LinkStatistics:
+    credit, unsettled = record.get("credit"), record.get("unsettled")
+    address = record.get("address")
+    return LinkStatistics(
+        name=str(record.get("name")),
+        role=str(record.get("role")),
+        address=None if address is None else str(address),
+        credit=credit if isinstance(credit, int) else 0,
+        unsettled=unsettled if isinstance(unsettled, int) else 0,
+    )
 
 
 def as_source(service: AdminSource | BrokerServiceView) -> AdminSource:

@@ -207,7 +207,9 @@ def _connections(args: argparse.Namespace) -> str:
             c.get("remote_address") or "-",
             c.get("user") or "-",
             ",".join(c.get("groups") or ()) or "-",
-            f"STOMP {c['stomp_version']}" if c.get("stomp_version") else "-",
+            f"{c.get('protocol', 'STOMP')} {c.get('version') or c['stomp_version']}"
+            if c.get("version") or c.get("stomp_version")
+            else "-",
             _since(c.get("connected_at_ms")),
         )
         for c in listed

@@ -25,8 +25,9 @@ from ferrymq.cli.admin_client import (
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "stat",
-        help="show destinations of a running broker",
-        description="Show a running broker's destinations (read from its admin HTTP API).",
+        help="show destinations and connections of a running broker",
+        description="Show a running broker's role, destinations and client connections (STOMP "
+        "and AMQP, with AMQP's links), read from its admin HTTP API.",
     )
     parser.add_argument(
         "--admin",
@@ -102,6 +103,33 @@ def describe_bridges(bridges: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def describe_connections(connections: list[dict[str, Any]]) -> list[str]:
+    """A count by protocol, one line per client connection, and under an AMQP connection
+    one line per link (the broker's role, its name and address, credit, unsettled)."""
+    counts: dict[str, int] = {}
+    for connection in connections:
+        protocol = str(connection.get("protocol") or "STOMP")
+        counts[protocol] = counts.get(protocol, 0) + 1
+    by_protocol = ", ".join(f"{name} {count}" for name, count in sorted(counts.items()))
+    lines = [f"connections: {len(connections)}" + (f" ({by_protocol})" if by_protocol else "")]
+    for connection in connections:
+        version = connection.get("version") or connection.get("stomp_version") or ""
+        client = f", client id {connection['client_id']}" if connection.get("client_id") else ""
+        user = f", user {connection['user']}" if connection.get("user") else ""
+        links = connection.get("links") or []
+        lines.append(
+            f"  {connection.get('id')} {connection.get('protocol') or 'STOMP'} {version}".rstrip()
+            + f" from {connection.get('remote_address') or '-'}{client}{user}: "
+            f"{len(connection.get('subscriptions') or [])} subscription(s), {len(links)} link(s)"
+        )
+        for link in links:
+            lines.append(
+                f"    {link.get('role')} {link.get('name')} {link.get('address') or '-'}: "
+                f"credit {link.get('credit')}, {link.get('unsettled')} unsettled"
+            )
+    return lines
+
+
 def _broker(broker: dict[str, Any]) -> str:
     name, id_ = broker.get("name"), broker.get("id")
     return f"{name} (id {id_})" if name and name != id_ else str(id_ or name)
@@ -118,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         broker = fetch(admin, "/api/v1/broker", credentials)
         data = fetch(admin, "/api/v1/destinations" + query, credentials)
+        connections = fetch(admin, "/api/v1/connections", credentials)["connections"]
     except AdminCallError as exc:
         print(f"ferrymq stat: {exc}", file=sys.stderr)
         return 1
@@ -144,4 +173,6 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    for line in describe_connections(connections):
+        print(line)
     return 0

@@ -24,8 +24,17 @@ class ProtocolConverter(Protocol):
     """One connection's protocol side: bytes to core commands, deliveries to bytes."""
 
     @property
+    def protocol(self) -> str:
+        """The wire protocol's name as the admin API shows it (the adapter's: "STOMP", "AMQP")."""
+
+    @property
     def version(self) -> str | None:
         """The protocol version agreed with the client (the admin API shows it), if any yet."""
+
+    def links(self) -> list[dict[str, object]]:
+        """The connection's links as plain records for the admin API (AMQP's: name, role,
+        address, credit, unsettled); [] for a protocol that has none (STOMP's subscriptions
+        are the core's consumers, which the admin API lists already)."""
 
     def receive(self, data: bytes) -> None:
         """Bytes from the socket: decode what is complete and hand it to ``connection.run``."""

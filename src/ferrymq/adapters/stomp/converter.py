@@ -83,9 +83,14 @@ class StompConverter:
         self.handle: Callable[[object], bool] = self.requests.handle
         """Carry out one decoded frame: the current request handler's method itself."""
 
+    protocol = "STOMP"
+
     @property
     def version(self) -> str:
         return self.renderer.version
+
+    def links(self) -> list[dict[str, object]]:
+        return []  # STOMP has no links; its subscriptions are listed as consumers
 
     # -- bytes in -----------------------------------------------------------------------------
 
