@@ -26,6 +26,7 @@ import proton
 
 from ferrymq.adapters.amqp.errors import NOT_ASCII, AmqpError, condition_for
 from ferrymq.adapters.amqp.links import link_records
+from ferrymq.adapters.amqp.login import SaslHandshake
 from ferrymq.adapters.amqp.receivers import Receivers
 from ferrymq.adapters.amqp.senders import Senders
 from ferrymq.adapters.amqp.work import (
@@ -44,15 +45,6 @@ from ferrymq.adapters.amqp.work import (
 from ferrymq.adapters.stomp.dialect import TemporaryNames
 from ferrymq.amqp import codes
 from ferrymq.amqp.engine import Engine, RawEvent
-from ferrymq.amqp.sasl import (
-    OUTCOME_AUTH,
-    OUTCOME_OK,
-    SASL_HEADER,
-    Header,
-    SaslError,
-    SaslServer,
-    plain_credentials,
-)
 from ferrymq.config.model import AmqpOptionsConfig
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.effects import Delivery
@@ -112,13 +104,14 @@ class AmqpConverter:
         self.senders = Senders(self)
         self.receivers = Receivers(self)
         self.client_id: str | None = None
-        self._sasl: SaslServer | None = SaslServer(())
+        self._handshake: SaslHandshake | None = SaslHandshake(
+            service, connection, self._sasl_finished
+        )
         self._rest = b""
-        self._login: asyncio.Future[Subject | None] | None = None
         self._opened = False
         self._handlers: dict[type, Callable[[object], bool | None]] = {
-            SaslStart: self._on_sasl_start,  # type: ignore[dict-item]
-            SaslLogin: self._on_sasl_login,  # type: ignore[dict-item]
+            SaslStart: lambda w: self._sasl_step().on_start(w),  # type: ignore[arg-type]
+            SaslLogin: lambda w: self._sasl_step().on_login(w),  # type: ignore[arg-type]
             RemoteOpen: self._on_open,  # type: ignore[dict-item]
             RemoteClose: self._on_close,  # type: ignore[dict-item]
             SessionOpen: self._on_session_open,  # type: ignore[dict-item]
@@ -140,37 +133,23 @@ class AmqpConverter:
     # -- bytes in -----------------------------------------------------------------------------
 
     def receive(self, data: bytes) -> None:
-        if self._sasl is not None:
-            self._receive_sasl(data)
+        if self._handshake is not None:
+            self._handshake.receive(data)
             return
         if self._rest:
             data, self._rest = self._rest + data, b""
         self._feed(data)
 
-    def _receive_sasl(self, data: bytes) -> None:
-        sasl = self._sasl
-        assert sasl is not None
-        sasl.feed(data)
-        work: list[object] = []
-        try:
-            while (event := sasl.next_event()) is not None:
-                work.append(SaslStart(event) if isinstance(event, Header) else SaslLogin(event))
-                if event is Header.AMQP:
-                    break
-        except SaslError as exc:
-            if sasl.header is None:  # not AMQP: answer with the header the broker speaks
-                self.connection.fail(SASL_HEADER, str(exc), fatal=True)
-                return
-            self.connection.run(work)  # the header and mechanisms go out first
-            self.connection.fail(SaslServer.outcome_frame(OUTCOME_AUTH), str(exc), fatal=True)
-            return
-        self.connection.run(work)
+    def _sasl_step(self) -> SaslHandshake:
+        handshake = self._handshake
+        assert handshake is not None, "a SASL request after the handshake"
+        return handshake
 
-    def _sasl_finished(self) -> None:
+    def _sasl_finished(self, rest: bytes, subject: Subject | None) -> None:
         """SASL is over: what followed it is proton's to read (now, or at the next read)."""
-        sasl, self._sasl = self._sasl, None
-        assert sasl is not None
-        self._rest = sasl.rest()
+        self._handshake = None
+        self.subject = subject
+        self._rest = rest
         asyncio.get_running_loop().call_soon(self._read_rest)
 
     def _read_rest(self) -> None:
@@ -245,12 +224,8 @@ class AmqpConverter:
 
     def refusal(self, error: BrokerError, work: object | None) -> bytes:
         """A fatal refusal closes the connection with the condition."""
-        if self._sasl is not None:
-            return (
-                SASL_HEADER
-                if not isinstance(work, SaslLogin)
-                else SaslServer.outcome_frame(OUTCOME_AUTH)
-            )
+        if self._handshake is not None:
+            return self._handshake.refusal(work)
         connection = self.engine.connection
         if not connection.state & proton.Endpoint.LOCAL_ACTIVE and not self._opened:
             connection.open()
@@ -289,57 +264,6 @@ class AmqpConverter:
         link.condition = condition_for(error)
         link.close()
         self.flush()
-
-    # -- SASL ---------------------------------------------------------------------------------
-
-    def _mechanisms(self) -> list[str]:
-        transport = self.connection.transport
-        certificate = getattr(transport, "peer_certificate_subject", None)
-        mechanisms = ["PLAIN", "ANONYMOUS"]
-        return ["EXTERNAL", *mechanisms] if certificate else mechanisms
-
-    def _on_sasl_start(self, work: SaslStart) -> None:
-        if work.header is Header.SASL:
-            sasl = self._sasl
-            assert sasl is not None
-            sasl.mechanisms = tuple(self._mechanisms())
-            self.connection.send(sasl.mechanisms_frame())
-            return
-        if self.service.security.authenticator is not None:
-            raise BrokerError(
-                "authentication is required: connect with SASL (PLAIN, or EXTERNAL with a "
-                "client certificate)"
-            )
-        self._sasl_finished()
-
-    def _on_sasl_login(self, work: SaslLogin) -> bool:
-        login, self._login = self._login, None
-        if login is None:
-            user, password = self._credentials(work)
-            login = self.service.security.begin_login(self.connection.transport, user, password)
-            if not login.done():
-                self._login = login
-                self.connection.hold(login)
-                return True
-        try:
-            self.subject = login.result()
-        except BrokerError as exc:
-            self.connection.fail(SaslServer.outcome_frame(OUTCOME_AUTH), exc.message, fatal=True)
-            return False
-        self.connection.send(SaslServer.outcome_frame(OUTCOME_OK))
-        self._sasl_finished()
-        return False
-
-    def _credentials(self, work: SaslLogin) -> tuple[str | None, str | None]:
-        mechanism = work.init.mechanism.upper()
-        if mechanism == "PLAIN":
-            try:
-                return plain_credentials(work.init.response)
-            except SaslError as exc:
-                raise BrokerError(str(exc)) from None
-        if mechanism in ("ANONYMOUS", "EXTERNAL"):
-            return None, None  # EXTERNAL: the transport's verified certificate says who
-        raise BrokerError(f"SASL mechanism {work.init.mechanism} is not offered")
 
     subject: Subject | None = None
 
