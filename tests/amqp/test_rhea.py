@@ -22,6 +22,7 @@ from proton import Message
 
 from ferrymq.testing import BrokerThread
 from tests.amqp.proton_support import amqp_broker, blocking, region_of, url
+from tests.npm import npm_ci
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 RHEA = NODE_DIR / "node_modules" / "rhea" / "package.json"
@@ -31,22 +32,7 @@ SCRIPT_TIMEOUT_S = 60
 @pytest.fixture(scope="session")
 def rhea() -> Path:
     """The directory holding rhea under node_modules."""
-    if RHEA.exists():
-        return NODE_DIR
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("npm is missing: install Debian's nodejs and npm (make system-deps)")
-    result = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=NODE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if result.returncode != 0 or not RHEA.exists():
-        pytest.fail(f"npm ci in {NODE_DIR} failed:\n{result.stdout}\n{result.stderr}")
-    return NODE_DIR
+    return npm_ci(NODE_DIR, [RHEA])
 
 
 @pytest.fixture

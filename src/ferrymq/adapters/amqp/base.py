@@ -80,3 +80,15 @@ def data_object(data: proton.Data | None) -> object:
     if data.next() is None:
         return None
     return data.get_object()
+
+
+def capabilities_of(value: object) -> set[str]:
+    """A terminus's capabilities as names: one symbol, an array of them, or none."""
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    try:
+        return {str(item) for item in value}  # type: ignore[attr-defined]
+    except TypeError:
+        return set()

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 import proton
 
 from ferrymq.adapters.amqp import addressing
-from ferrymq.adapters.amqp.base import AmqpSide, data_object, remote_data, set_local_state
+from ferrymq.adapters.amqp.base import (
+    AmqpSide,
+    capabilities_of,
+    data_object,
+    remote_data,
+    set_local_state,
+)
 from ferrymq.adapters.amqp.errors import AmqpError, condition_for
 from ferrymq.adapters.amqp.mapping import message_from_amqp, relay_destination
 from ferrymq.adapters.amqp.properties import USER_ID
@@ -80,7 +86,7 @@ class Receivers:
         if not address:
             return None
         capabilities = data_object(target.capabilities)
-        destination = addressing.destination_for(address, _symbols(capabilities))
+        destination = addressing.destination_for(address, capabilities_of(capabilities))
         refusal = self.region.authorize_producer(self.connection_id, destination).refused
         if refusal is not None:
             raise refusal
@@ -317,14 +323,3 @@ def _text(raw: object) -> str:
     if isinstance(raw, bytes | memoryview):
         return bytes(raw).decode("utf-8", "replace")
     return str(raw)
-
-
-def _symbols(value: object) -> set[str]:
-    if value is None:
-        return set()
-    if isinstance(value, str):
-        return {value}
-    try:
-        return {str(item) for item in value}  # type: ignore[attr-defined]
-    except TypeError:
-        return set()

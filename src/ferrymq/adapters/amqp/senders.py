@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import proton
 
 from ferrymq.adapters.amqp import addressing
-from ferrymq.adapters.amqp.base import AmqpSide, data_object, remote_data
+from ferrymq.adapters.amqp.base import AmqpSide, capabilities_of, data_object, remote_data
 from ferrymq.adapters.amqp.errors import AmqpError
 from ferrymq.adapters.amqp.mapping import amqp_from_message, message_tail
 from ferrymq.amqp import codes
@@ -41,17 +41,6 @@ class SenderLink:
     browse_done: bool = False
     draining: bool = False
     tags: dict[str, proton.Delivery] = field(default_factory=dict)
-
-
-def _symbols(value: object) -> set[str]:
-    if value is None:
-        return set()
-    if isinstance(value, str):
-        return {value}
-    try:
-        return {str(item) for item in value}  # type: ignore[attr-defined]
-    except TypeError:
-        return set()
 
 
 class Senders:
@@ -102,7 +91,7 @@ class Senders:
     def _source_destination(
         self, link: proton.Link, source: proton.Terminus
     ) -> tuple[Destination, str, addressing.ConsumerOptions]:
-        capabilities = _symbols(data_object(source.capabilities))
+        capabilities = capabilities_of(data_object(source.capabilities))
         no_options = addressing.ConsumerOptions()
         if source.dynamic:
             return (*self._dynamic_node(capabilities), no_options)
