@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from ferrymq.util.text import is_decimal
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8161
 DEFAULT_ADMIN = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
@@ -52,7 +54,7 @@ def _admin_address(text: str) -> tuple[str, str, int]:
             raise AdminAddressError(
                 f"--admin: the admin API speaks HTTP or HTTPS, got {text!r} (use {FORMS})"
             )
-    elif raw.isdigit():
+    elif is_decimal(raw):
         raw = f"http://{DEFAULT_HOST}:{raw}"
     else:
         raw = "http://" + (DEFAULT_HOST + raw if raw.startswith(":") else raw)

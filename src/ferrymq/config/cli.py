@@ -23,6 +23,7 @@ from ferrymq.config.model import (
 from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.config.xml_document import Element, LoadContext
 from ferrymq.config.xml_transport import transport_connector
+from ferrymq.util.text import is_decimal
 
 __all__ = ["DEFAULT_LISTENER", "config_from_flags", "parse_admin"]
 
@@ -113,7 +114,7 @@ def parse_admin(text: str) -> AdminConfig:
         raise ConfigError(_SOURCE, None, "--admin", None, message)
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or int(port) > 65535:
+    if not is_decimal(port) or int(port) > 65535:
         message = f"expected host:port, :port or off, got {text!r}"
         raise ConfigError(_SOURCE, None, "--admin", None, message)
     return AdminConfig(enabled=True, host=host, port=int(port), tls=scheme.lower() == "https")

@@ -22,6 +22,7 @@ from ferrymq.config.model import AdminConfig
 from ferrymq.config.persistence import DataSourceConfig
 from ferrymq.config.placeholders import PLACEHOLDER_CONFIGURERS
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
+from ferrymq.util.text import is_decimal
 
 __all__ = [
     "DATA_SOURCE_CLASSES",
@@ -214,7 +215,7 @@ def admin_from_beans(context: LoadContext, elements: list[Element]) -> AdminConf
             bean = read_bean(context, element)
             host = bean.properties.get("host", "127.0.0.1")
             port = bean.properties.get("port", "8161")
-            if not isinstance(host, str) or not isinstance(port, str) or not port.isdigit():
+            if not isinstance(host, str) or not isinstance(port, str) or not is_decimal(port):
                 raise context.error(element, "WebConsolePort needs a host and a numeric port")
             return AdminConfig(enabled=True, host=host, port=int(port))
     return None

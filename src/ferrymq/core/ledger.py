@@ -103,11 +103,12 @@ class Ledger:
         container = entry.container
         policy = container.policy
         in_dlq = policy.dead_letter.is_dead_letter_destination(container.destination)
+        redelivers = settlement is Settlement.REDELIVER or (
+            settlement is Settlement.NACK and policy.redelivery.nack_redelivers
+        )
         if settlement is Settlement.RELEASE:
             container.release(entry, counted=False)
-        elif settlement is Settlement.REDELIVER or in_dlq:
-            container.release(entry)
-        elif settlement is Settlement.NACK and policy.redelivery.nack_redelivers:
+        elif redelivers or in_dlq:
             container.release(entry)
         else:
             container.remove_in_flight(entry)

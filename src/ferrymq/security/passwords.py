@@ -22,6 +22,8 @@ import os
 import threading
 from collections.abc import Iterable
 
+from ferrymq.util.text import is_decimal
+
 __all__ = [
     "DEFAULT_ITERATIONS",
     "PREFIX",
@@ -64,7 +66,7 @@ def hash_password(
 def _parse(stored: str) -> tuple[int, bytes, bytes]:
     parts = stored[len(PREFIX) :].split("$")
     message = f"a hashed password must read {PREFIX}<iterations>$<salt>$<hash> (base64)"
-    if len(parts) != 3 or not parts[0].isdigit():
+    if len(parts) != 3 or not is_decimal(parts[0]):
         raise PasswordFormatError(message)
     try:
         salt = base64.b64decode(parts[1], validate=True)

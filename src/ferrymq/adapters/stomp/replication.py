@@ -23,6 +23,7 @@ from ferrymq.stomp.events import (
     Subscribe,
     Unsubscribe,
 )
+from ferrymq.util.text import is_decimal
 
 
 class ReplicationRequests:
@@ -34,7 +35,7 @@ class ReplicationRequests:
 
     def handle(self, event: object) -> bool:
         match event:
-            case Ack(id=str(number)) if number.isdigit():
+            case Ack(id=str(number)) if is_decimal(number):
                 self.replica.acknowledged(int(number))
             case Disconnect():
                 self.link.on_disconnect(event)
