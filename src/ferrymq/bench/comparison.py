@@ -23,9 +23,20 @@ from ferrymq.bench.report import from_json
 from ferrymq.bench.results import BenchReport, ScenarioResult
 from ferrymq.bench.scenarios import SCENARIOS
 
-ORDER = ("ferrymq", "activemq", "coilmq", "rabbitmq", "ferrymq-tls", "activemq-tls")
+ORDER = (
+    "ferrymq",
+    "activemq",
+    "coilmq",
+    "rabbitmq",
+    "ferrymq-tls",
+    "activemq-tls",
+    "ferrymq-amqp",
+    "rabbitmq-amqp",
+)
 NAMES = {
     "ferrymq": "FerryMQ",
+    "ferrymq-amqp": "FerryMQ over AMQP 1.0",
+    "rabbitmq-amqp": "RabbitMQ AMQP 1.0 plugin",
     "activemq": "ActiveMQ",
     "coilmq": "coilmq",
     "rabbitmq": "RabbitMQ",
@@ -107,6 +118,7 @@ def render_page(
     for scenario in SCENARIOS:
         out += _scenario_section(scenario.name, scenario.description, runs)
     out += _targets(runs)
+    out += _amqp_section(runs)
     out += ["## Where FerryMQ is behind, and why", ""]
     behind = _behind(runs)
     out += [f"- {line}" for line in behind] or ["- Nowhere in this run."]
@@ -246,7 +258,13 @@ def _targets(runs: Sequence[Run]) -> list[str]:
     return [*out, ""]
 
 
+def _stomp(runs: Sequence[Run]) -> list[Run]:
+    """The STOMP runs: issue 2's targets compare STOMP brokers."""
+    return [run for run in runs if run.report is None or run.report.protocol != "amqp"]
+
+
 def _target_rows(runs: Sequence[Run]) -> list[tuple[str, str, float | None, str]]:
+    runs = _stomp(runs)
     rows = []
     for scenario in SCENARIOS:
         name = scenario.name
@@ -282,6 +300,7 @@ def _fmt(name: str, value: float) -> str:
 
 
 def _behind(runs: Sequence[Run]) -> list[str]:
+    runs = _stomp(runs)
     lines = []
     for name, target, ours, met in _target_rows(runs):
         if met == "yes":
@@ -296,6 +315,48 @@ def _behind(runs: Sequence[Run]) -> list[str]:
         ]
         lines.append(f"{name}: FerryMQ {_fmt(name, ours)}; {', '.join(others)} (target: {target}).")
     return lines
+
+
+AMQP_COLUMNS = (
+    ("FerryMQ STOMP", "ferrymq"),
+    ("FerryMQ AMQP", "ferrymq-amqp"),
+    ("RabbitMQ AMQP 1.0", "rabbitmq-amqp"),
+    ("ActiveMQ STOMP", "activemq"),
+)
+
+
+def _amqp_section(runs: Sequence[Run]) -> list[str]:
+    """FerryMQ over AMQP 1.0 beside its own STOMP and RabbitMQ's AMQP 1.0 plugin (issue 17's
+    targets: AMQP at least FerryMQ's STOMP, and ahead of RabbitMQ's AMQP 1.0 everywhere)."""
+    by_name = {run.name: run for run in runs}
+    if "ferrymq-amqp" not in by_name:
+        return []
+    out = [
+        "## AMQP 1.0 beside STOMP (issue 17)",
+        "",
+        "| scenario | " + " | ".join(title for title, _ in AMQP_COLUMNS) + " | AMQP / STOMP "
+        "| AMQP / RabbitMQ AMQP | targets met |",
+        "| --- |" + " ---: |" * (len(AMQP_COLUMNS) + 2) + " --- |",
+    ]
+    for scenario in SCENARIOS:
+        name = scenario.name
+        values = {
+            key: _value(by_name[key].scenario(name)) if key in by_name else None
+            for _, key in AMQP_COLUMNS
+        }
+        cells = ["" if v is None else _fmt(name, v) for v in values.values()]
+        ours = values["ferrymq-amqp"]
+        ratios = [_ratio_of(name, ours, values[key]) for key in ("ferrymq", "rabbitmq-amqp")]
+        met = _verdict(ours, all(r is not None and r >= 1.0 for r in ratios))
+        shown = ["" if r is None else f"{r:.2f}" for r in ratios]
+        out.append(f"| {name} | " + " | ".join([*cells, *shown, met]) + " |")
+    return [*out, "", "Ratios are oriented so that above 1 is better for FerryMQ over AMQP.", ""]
+
+
+def _ratio_of(name: str, ours: float | None, theirs: float | None) -> float | None:
+    if ours is None or not theirs:
+        return None
+    return theirs / ours if name == "latency" else ours / theirs
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,11 +44,13 @@ class ConsumerPlan:
     latency: bool = False
 
 
-class Consumer:
-    def __init__(self, plan: ConsumerPlan, control: Control, wire: StompWire) -> None:
+class Counting:
+    """Counts messages by sequence number, whichever protocol brings them; the subclass reads
+    the wire and says what went wrong with it (``error``)."""
+
+    def __init__(self, plan: ConsumerPlan, control: Control) -> None:
         self.plan = plan
         self.control = control
-        self.wire = wire
         self.tally = SeqTally(plan.total or 0)
         self.limit = plan.total if plan.total is not None else sys.maxsize
         self.received = 0
@@ -60,7 +62,64 @@ class Consumer:
         self.last_activity = time.monotonic_ns()
         self.latencies: list[int] = []
         self.acking = plan.ack != ACK_AUTO
+
+    @property
+    def error(self) -> str | None:
+        raise NotImplementedError
+
+    @property
+    def complete(self) -> bool:
+        if self.limit == sys.maxsize:
+            total = self.control.announced_total()
+            if total is None:
+                return False
+            self.limit = total
+            self.in_range = self.tally.count_below(total)
+        return self.in_range >= self.limit
+
+    async def wait_until(self, done: str) -> bool:
+        """Wait until ``warm`` or ``complete``; False after ``idle_timeout_s`` without a message."""
+        idle_ns = int(self.plan.idle_timeout_s * 1e9)
+        while True:
+            if done == "warm" and self.warm >= self.plan.warmup:
+                return True
+            if done == "complete" and self.complete:
+                return True
+            if self.error is not None:
+                return False
+            if time.monotonic_ns() - self.last_activity > idle_ns:
+                return False
+            await asyncio.sleep(POLL_S)
+
+    def result(self, cpu_s: float) -> ConsumerResult:
+        total = self.limit if self.limit != sys.maxsize else self.tally.highest + 1
+        missing, examples = self.tally.missing(total)
+        return ConsumerResult(
+            index=self.plan.index,
+            received=self.received,
+            unique=self.tally.count_below(total),
+            dups=self.tally.dups,
+            unexpected=self.unparsable + self.tally.beyond(total),
+            missing=missing,
+            missing_examples=examples,
+            reordered=self.tally.reordered,
+            t_first_ns=self.t_first,
+            t_last_ns=self.t_last if missing == 0 else 0,
+            cpu_s=cpu_s,
+            latencies_ns=tuple(self.latencies),
+            error=self.error,
+        )
+
+
+class Consumer(Counting):
+    def __init__(self, plan: ConsumerPlan, control: Control, wire: StompWire) -> None:
+        super().__init__(plan, control)
+        self.wire = wire
         wire.on_events = self.on_events
+
+    @property
+    def error(self) -> str | None:
+        return self.wire.error
 
     def on_events(self, events: list[ClientEvent], now: int) -> None:
         add = self.tally.add
@@ -98,49 +157,6 @@ class Consumer:
         self.last_activity = now
         self.control.counts[1 + self.plan.index] = self.received
 
-    @property
-    def complete(self) -> bool:
-        if self.limit == sys.maxsize:
-            total = self.control.announced_total()
-            if total is None:
-                return False
-            self.limit = total
-            self.in_range = self.tally.count_below(total)
-        return self.in_range >= self.limit
-
-    async def wait_until(self, done: str) -> bool:
-        """Wait until ``warm`` or ``complete``; False after ``idle_timeout_s`` without a message."""
-        idle_ns = int(self.plan.idle_timeout_s * 1e9)
-        while True:
-            if done == "warm" and self.warm >= self.plan.warmup:
-                return True
-            if done == "complete" and self.complete:
-                return True
-            if self.wire.error is not None:
-                return False
-            if time.monotonic_ns() - self.last_activity > idle_ns:
-                return False
-            await asyncio.sleep(POLL_S)
-
-    def result(self, cpu_s: float) -> ConsumerResult:
-        total = self.limit if self.limit != sys.maxsize else self.tally.highest + 1
-        missing, examples = self.tally.missing(total)
-        return ConsumerResult(
-            index=self.plan.index,
-            received=self.received,
-            unique=self.tally.count_below(total),
-            dups=self.tally.dups,
-            unexpected=self.unparsable + self.tally.beyond(total),
-            missing=missing,
-            missing_examples=examples,
-            reordered=self.tally.reordered,
-            t_first_ns=self.t_first,
-            t_last_ns=self.t_last if missing == 0 else 0,
-            cpu_s=cpu_s,
-            latencies_ns=tuple(self.latencies),
-            error=self.wire.error,
-        )
-
 
 async def consume(plan: ConsumerPlan, control: Control, role: str) -> ConsumerResult:
     dialect = DIALECTS[plan.dialect]
@@ -161,12 +177,19 @@ async def consume(plan: ConsumerPlan, control: Control, role: str) -> ConsumerRe
     except TimeoutError:
         raise BrokerError(f"no RECEIPT for SUBSCRIBE within {plan.idle_timeout_s} s") from None
     control.report(READY, role)
+    result = await run_consumer(plan, control, consumer, role)
+    if wire.error is None:
+        await wire.close()
+    return result
+
+
+async def run_consumer(
+    plan: ConsumerPlan, control: Control, consumer: Counting, role: str
+) -> ConsumerResult:
+    """Wait for the warm-up, then for every message (or ``idle_timeout_s`` without one)."""
     cpu_start = process_cpu_s()
     if await consumer.wait_until("warm"):
         control.report(WARM, role)
         if await consumer.wait_until("complete"):
             await asyncio.sleep(plan.linger_s)
-    result = consumer.result(process_cpu_s() - cpu_start)
-    if wire.error is None:
-        await wire.close()
-    return result
+    return consumer.result(process_cpu_s() - cpu_start)

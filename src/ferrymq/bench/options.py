@@ -6,8 +6,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 DEFAULT_PORT = 61613
-URL_SCHEMES = ("tcp", "stomp", "ssl", "stomp+ssl")
-TLS_SCHEMES = ("ssl", "stomp+ssl")
+AMQP_PORT = 5672
+AMQP_SCHEMES = ("amqp", "amqps", "amqp+ssl")
+URL_SCHEMES = ("tcp", "stomp", "ssl", "stomp+ssl", *AMQP_SCHEMES)
+TLS_SCHEMES = ("ssl", "stomp+ssl", "amqps", "amqp+ssl")
+STOMP = "stomp"
+AMQP = "amqp"
 
 
 class BenchOptionError(ValueError):
@@ -25,21 +29,32 @@ class Endpoint:
     tls: str | None = None
     """An ``ssl://`` URL's query: its TLS options (``trustStore=...``, ``ferrymq.client.tls``);
     None for plain TCP."""
+    protocol: str = STOMP
+    """``stomp`` or ``amqp`` (AMQP 1.0, from an ``amqp://`` or ``amqps://`` URL)."""
 
     @property
     def url(self) -> str:
+        if self.protocol == AMQP:
+            return f"{'amqp' if self.tls is None else 'amqps'}://{self.host}:{self.port}"
         return f"{'tcp' if self.tls is None else 'ssl'}://{self.host}:{self.port}"
 
 
 def tls_query(text: str) -> str | None:
     """The TLS options of an ``ssl://`` (``stomp+ssl://``) URL, None for a plain one."""
     parts = urlsplit(text.strip())
-    return parts.query if parts.scheme in TLS_SCHEMES else None
+    return parts.query if parts.scheme.lower() in TLS_SCHEMES else None
+
+
+def protocol_of(text: str) -> str:
+    """``amqp`` for an ``amqp://``/``amqps://`` URL, else ``stomp``."""
+    scheme = text.strip().split("://", 1)[0].lower() if "://" in text else ""
+    return AMQP if scheme in AMQP_SCHEMES else STOMP
 
 
 def parse_url(text: str) -> tuple[str, int]:
     """``tcp://host:port``, ``stomp://host:port`` or ``host:port`` (port defaults to 61613);
-    ``ssl://host:port?trustStore=...`` over TLS."""
+    ``ssl://host:port?trustStore=...`` over TLS; ``amqp://host:port`` (port defaults to 5672)
+    and ``amqps://`` for AMQP 1.0."""
     raw = text.strip()
     if "://" not in raw:
         raw = f"tcp://{raw}"
@@ -54,7 +69,8 @@ def parse_url(text: str) -> tuple[str, int]:
         )
     if not parts.hostname:
         raise BenchOptionError(f"bad broker URL {text!r}: no host")
-    return parts.hostname, DEFAULT_PORT if port is None else port
+    default = AMQP_PORT if parts.scheme in AMQP_SCHEMES else DEFAULT_PORT
+    return parts.hostname, default if port is None else port
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 from ferrymq.bench.control import READY, WARM, Control, process_cpu_s, wait_event
 from ferrymq.bench.dialect import DIALECTS
@@ -181,11 +182,51 @@ class Producer:
         self.requested += 1
         self.wire.write(self.receipted.render(seq, seq + 1))
 
+    async def send_one(self, seq: int, size: int, *, last: bool) -> None:
+        """One message stamped with its send time (the latency scenario)."""
+        if last:
+            self.requested += 1
+        self.wire.write(
+            self.wire.session.send(
+                self.plan.destination,
+                body(seq, size),
+                headers={SENT_HEADER: str(time.monotonic_ns())},
+                receipt=f"{seq:012d}" if last else None,
+            )
+        )
+        self._check()
+
+    async def close(self) -> None:
+        await self.wire.close()
+
+
+class Sending(Protocol):
+    """What the measuring loop needs of a producer, over STOMP or AMQP."""
+
+    batch: int
+    requested: int
+    unexpected: int
+    last_receipt_ns: int
+    receipts: SeqTally
+
+    async def send_range(self, start: int, stop: int) -> None: ...
+    async def send_final(self, seq: int) -> None: ...
+    async def wait_receipts(self, most: int) -> None: ...
+    async def send_one(self, seq: int, size: int, *, last: bool) -> None: ...
+    async def close(self) -> None: ...
+
 
 async def produce(plan: ProducerPlan, control: Control, role: str) -> ProducerResult:
     wire, connected = await open_wire(plan.endpoint, DIALECTS[plan.dialect])
     producer = Producer(plan, control, wire)
     control.report(READY, role, connected.version)
+    return await run_producer(plan, control, producer, role)
+
+
+async def run_producer(
+    plan: ProducerPlan, control: Control, producer: Sending, role: str
+) -> ProducerResult:
+    """Warm up, then send the measured messages (by count or until the deadline)."""
     await wait_event(control.go, control.abort)
     cpu_start = process_cpu_s()
     if plan.rate is not None:
@@ -225,17 +266,16 @@ async def produce(plan: ProducerPlan, control: Control, role: str) -> ProducerRe
         cpu_s=process_cpu_s() - cpu_start,
         capped=capped,
     )
-    await wire.close()
+    await producer.close()
     return result
 
 
 async def _paced(
-    plan: ProducerPlan, control: Control, producer: Producer, role: str, cpu_start: float
+    plan: ProducerPlan, control: Control, producer: Sending, role: str, cpu_start: float
 ) -> ProducerResult:
     """One message at a time at ``plan.rate``, each stamped with its send time."""
     assert plan.rate is not None
     assert plan.count is not None
-    session, wire = producer.wire.session, producer.wire
     interval_ns = int(1e9 / plan.rate)
     end = plan.warmup + plan.count
     t_start = 0
@@ -250,18 +290,7 @@ async def _paced(
             delay = origin + (seq - phase_start) * interval_ns - time.monotonic_ns()
             if delay > 0:
                 await asyncio.sleep(delay / 1e9)
-            last = seq == end - 1
-            if last:
-                producer.requested += 1
-            wire.write(
-                session.send(
-                    plan.destination,
-                    body(seq, plan.size),
-                    headers={SENT_HEADER: str(time.monotonic_ns())},
-                    receipt=f"{seq:012d}" if last else None,
-                )
-            )
-            producer._check()
+            await producer.send_one(seq, plan.size, last=seq == end - 1)
     t_written = time.monotonic_ns()
     control.total.value = end
     await producer.wait_receipts(0)
@@ -277,5 +306,5 @@ async def _paced(
         receipt_unexpected=producer.unexpected,
         cpu_s=process_cpu_s() - cpu_start,
     )
-    await wire.close()
+    await producer.close()
     return result

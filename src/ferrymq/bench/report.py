@@ -43,7 +43,8 @@ def render_table(report: BenchReport) -> str:
     """The human report: one row per scenario, then details, then every problem found."""
     lines = [
         f"ferrymq bench: {report.label} at {report.url} (server {report.server or 'unknown'}, "
-        f"dialect {report.dialect}, STOMP {report.version}, {report.size}-byte bodies)",
+        f"dialect {report.dialect}, {report.protocol.upper()} {report.version}, "
+        f"{report.size}-byte bodies)",
     ]
     if report.load_average is not None:
         lines.append("load average before the run: " + " ".join(map(str, report.load_average)))

@@ -126,6 +126,8 @@ class BenchReport:
     """The destinations the run created (``/queue/ferrymq.bench.<run>.<scenario>``)."""
     cleanup: str | None = None
     """What became of them: removed through the admin API, or why they are still there."""
+    protocol: str = "stomp"
+    """``stomp`` or ``amqp`` (``version`` is then AMQP's, 1.0)."""
 
     @property
     def ok(self) -> bool:

@@ -20,11 +20,12 @@ from dataclasses import replace
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from ferrymq.bench.amqp_workers import AMQP_VERSION, amqp_consume, amqp_probe, amqp_produce
 from ferrymq.bench.cleanup import remove_destinations
 from ferrymq.bench.consumer import ConsumerPlan, consume
 from ferrymq.bench.control import DONE, ERROR, READY, WARM, Control, broker_cpu_s, run_worker
 from ferrymq.bench.dialect import DIALECTS, PROBE_VERSIONS, Dialect, detect
-from ferrymq.bench.options import BenchOptionError, BenchOptions, Endpoint
+from ferrymq.bench.options import AMQP, BenchOptionError, BenchOptions, Endpoint
 from ferrymq.bench.producer import ProducerPlan, produce
 from ferrymq.bench.results import BenchReport, ConsumerResult, ProducerResult, ScenarioResult
 from ferrymq.bench.scenarios import BY_NAME, Scenario
@@ -51,15 +52,20 @@ def run_bench(
     for name in options.scenarios:
         if name not in BY_NAME:
             raise BenchOptionError(f"unknown scenario {name!r} (known: {', '.join(BY_NAME)})")
-    server, _ = asyncio.run(_probe(options.endpoint))
+    amqp = options.endpoint.protocol == AMQP
+    if amqp:
+        server = asyncio.run(amqp_probe(options.endpoint))
+    else:
+        server, _ = asyncio.run(_probe(options.endpoint))
     dialect = detect(server) if options.dialect == "auto" else DIALECTS[options.dialect]
     report = BenchReport(
         url=options.endpoint.url,
         label=options.label or server or options.endpoint.url,
         server=server,
         dialect=dialect.name,
-        version=dialect.versions[-1],
+        version=AMQP_VERSION if amqp else dialect.versions[-1],
         size=options.size,
+        protocol=options.endpoint.protocol,
     )
     with contextlib.suppress(OSError):
         report.load_average = [round(x, 2) for x in os.getloadavg()]
@@ -334,8 +340,10 @@ class _Run:
 
 
 def _producer_main(plan: ProducerPlan, control: Control, role: str) -> None:
-    run_worker(role, control, lambda: produce(plan, control, role))
+    send = amqp_produce if plan.endpoint.protocol == AMQP else produce
+    run_worker(role, control, lambda: send(plan, control, role))
 
 
 def _consumer_main(plan: ConsumerPlan, control: Control, role: str) -> None:
-    run_worker(role, control, lambda: consume(plan, control, role))
+    receive = amqp_consume if plan.endpoint.protocol == AMQP else consume
+    run_worker(role, control, lambda: receive(plan, control, role))

@@ -148,7 +148,7 @@ class StompWire(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(self.closed), timeout_s)
 
 
-def _tls(endpoint: Endpoint) -> ssl.SSLContext | None:
+def tls_for(endpoint: Endpoint) -> ssl.SSLContext | None:
     """The context of an ``ssl://`` endpoint: the client library's, from its URL options."""
     if endpoint.tls is None:
         return None
@@ -164,7 +164,7 @@ async def open_wire(
     session = ClientSession()
     _, wire = await asyncio.wait_for(
         loop.create_connection(
-            lambda: StompWire(session), endpoint.host, endpoint.port, ssl=_tls(endpoint)
+            lambda: StompWire(session), endpoint.host, endpoint.port, ssl=tls_for(endpoint)
         ),
         CONNECT_TIMEOUT_S,
     )

@@ -22,7 +22,7 @@ from ferrymq.bench import (
     to_json,
 )
 from ferrymq.bench import plot as bench_plot
-from ferrymq.bench.options import tls_query
+from ferrymq.bench.options import protocol_of, tls_query
 from ferrymq.cli.admin_client import (
     FORMS,
     AdminAddressError,
@@ -38,14 +38,16 @@ from ferrymq.cli.progress import Progress, add_progress_argument
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "bench",
-        help="benchmark a STOMP broker",
+        help="benchmark a STOMP or AMQP 1.0 broker",
         description=(
-            "Measure a STOMP broker (FerryMQ, ActiveMQ, RabbitMQ, coilmq, ...) with producers "
-            "and consumers in separate processes; every message is counted, and any loss or "
-            "duplicate is reported."
+            "Measure a STOMP broker (FerryMQ, ActiveMQ, RabbitMQ, coilmq, ...), or an AMQP 1.0 "
+            "one with an amqp:// URL, with producers and consumers in separate processes; every "
+            "message is counted, and any loss or duplicate is reported."
         ),
     )
-    parser.add_argument("url", help="tcp://HOST:PORT, stomp://HOST:PORT or HOST:PORT")
+    parser.add_argument(
+        "url", help="tcp://HOST:PORT, stomp://HOST:PORT, HOST:PORT, or amqp://HOST:PORT (AMQP 1.0)"
+    )
     parser.add_argument(
         "--scenario",
         action="append",
@@ -127,7 +129,9 @@ def _add_after_run_arguments(parser: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace) -> BenchOptions:
     host, port = parse_url(args.url)
     return BenchOptions(
-        endpoint=Endpoint(host, port, args.login, args.passcode, tls_query(args.url)),
+        endpoint=Endpoint(
+            host, port, args.login, args.passcode, tls_query(args.url), protocol_of(args.url)
+        ),
         scenarios=tuple(args.scenario or NAMES),
         dialect=args.dialect,
         count=args.count,
