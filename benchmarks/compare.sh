@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # FerryMQ side by side with ActiveMQ 5.17 (Debian), coilmq (PyPI) and RabbitMQ's STOMP plugin
-# (Debian), on this machine, in one run, one broker at a time; then writes docs/benchmarks.md and
+# (Debian), on this machine, in one run, one broker at a time; FerryMQ and RabbitMQ (its
+# rabbitmq_amqp1_0 plugin) also over AMQP 1.0 (ferrymq-amqp, rabbitmq-amqp: the same scenarios,
+# the same broker process right after its STOMP run; AMQP=0 leaves them out); then writes docs/benchmarks.md and
 # the picture it shows (docs/img/benchmarks.png, drawn with matplotlib: pip install 'ferrymq[plot]').
 #
 #   benchmarks/compare.sh                       # everything, default counts
@@ -32,6 +34,7 @@ START_TIMEOUT_S=${START_TIMEOUT_S:-120}
 BENCH_TIMEOUT_S=${BENCH_TIMEOUT_S:-1200}
 STOP_TIMEOUT_S=30
 TLS=${TLS:-1}
+AMQP=${AMQP:-1}
 TLS_DIR=$WORK/tls
 TLS_PASSWORD=changeit
 TLS_SCENARIOS=(--scenario queue --scenario queue-persistent)
@@ -146,10 +149,11 @@ run_bench() {
 }
 
 bench_ferrymq() {
-    local port admin tls_port data=$WORK/ferrymq-data config=$WORK/ferrymq-tls.xml
+    local port admin tls_port amqp_port data=$WORK/ferrymq-data config=$WORK/ferrymq-tls.xml
     port=$(free_port)
     admin=$(free_port)
     tls_port=$(free_port)
+    amqp_port=$(free_port)
     rm -rf "$data"
     make_certificates
     # The broker's key for its ssl:// listener: the keystore ActiveMQ's sslContext uses too.
@@ -164,13 +168,18 @@ bench_ferrymq() {
 XML
     # The admin API is how ferrymq bench removes the queues it created (STOMP cannot).
     local cmd=("$PY" -m ferrymq.cli.main broker --config "$config" --listen "stomp://127.0.0.1:$port"
-        --listen "ssl://127.0.0.1:$tls_port" --data "$data" --admin "127.0.0.1:$admin")
+        --listen "ssl://127.0.0.1:$tls_port" --listen "amqp://127.0.0.1:$amqp_port" --data "$data"
+        --admin "127.0.0.1:$admin")
     printf '%s ' ferrymq "${cmd[@]:3}" | sed -e "s|$ROOT/||g" -e 's/ $//' >"$RESULTS/ferrymq.commands"
     echo >>"$RESULTS/ferrymq.commands"
     "${cmd[@]}" >"$LOGS/ferrymq.log" 2>&1 &
     BROKER_PID=$!
     wait_port "$port" "$BROKER_PID" ferrymq || { abandon ferrymq "did not start"; return 0; }
     run_bench ferrymq "tcp://127.0.0.1:$port" "$BROKER_PID" --admin "127.0.0.1:$admin"
+    if [[ "$AMQP" == 1 ]]; then
+        cp "$RESULTS/ferrymq.commands" "$RESULTS/ferrymq-amqp.commands"
+        run_bench ferrymq-amqp "amqp://127.0.0.1:$amqp_port" "$BROKER_PID" --admin "127.0.0.1:$admin"
+    fi
     if [[ "$TLS" == 1 ]]; then
         cp "$RESULTS/ferrymq.commands" "$RESULTS/ferrymq-tls.commands"
         run_bench ferrymq-tls "$(tls_url "$tls_port")" "$BROKER_PID" --admin "127.0.0.1:$admin" \
@@ -297,6 +306,11 @@ bench_rabbitmq() {
         sleep 0.2
     done
     run_bench rabbitmq "tcp://127.0.0.1:$stomp_port" "$beam" --login guest --passcode guest
+    if [[ "$AMQP" == 1 ]]; then
+        # rabbitmq_amqp1_0 serves AMQP 1.0 on the AMQP 0-9-1 listener (protocol header decides).
+        cp "$RESULTS/rabbitmq.commands" "$RESULTS/rabbitmq-amqp.commands"
+        run_bench rabbitmq-amqp "amqp://127.0.0.1:$node_port" "$beam" --login guest --passcode guest
+    fi
     stop_pid "$BROKER_PID"
     BROKER_PID=""
     stop_epmd
