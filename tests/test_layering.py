@@ -33,7 +33,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "ferrymq"
 ALLOWED: dict[str, frozenset[str]] = {
     "util": frozenset(),
     "stomp": frozenset(),
-    "amqp": frozenset(),
+    "amqp": frozenset({"util.text"}),  # pure text helpers
     "core": frozenset({"store.base", "security.api"}),  # store records, the security contract
     # Pure decisions: who a connection is, what it may do (DESIGN.md "security").
     "security": frozenset({"config", "core.destination", "util"}),
@@ -87,7 +87,18 @@ ALLOWED: dict[str, frozenset[str]] = {
     "embedded": frozenset({"broker", "config", "service.errors", "util"}),
     "cli": frozenset(
         # security: `ferrymq hash-password` hashes as the broker verifies.
-        {"bench", "broker", "client", "config", "ha", "security", "service", "spark", "transport"}
+        {
+            "bench",
+            "broker",
+            "client",
+            "config",
+            "ha",
+            "security",
+            "service",
+            "spark",
+            "transport",
+            "util",
+        }
     ),
     "testing": frozenset(
         {"broker", "client", "config", "core", "embedded", "service", "stomp", "store", "util"}

@@ -202,8 +202,16 @@ class IncomingDelivery:
         return hash(self._impl)
 
     @property
-    def tag(self) -> str:
-        return str(cproton.pn_delivery_tag(self._impl))
+    def tag(self) -> bytes:
+        """The tag as the peer sent it: binary (proton's wrapper decodes it as UTF-8, which
+        fails for a client numbering its deliveries in bytes)."""
+        tag = cproton.lib.pn_delivery_tag(self._impl)
+        return bytes(cproton.ffi.unpack(tag.start, tag.size))
+
+    @property
+    def aborted(self) -> bool:
+        """The peer abandoned this transfer midway (AMQP 1.0 part 2.7.5)."""
+        return bool(cproton.pn_delivery_aborted(self._impl))
 
     @property
     def pending(self) -> int:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 import proton
 
+from ferrymq.adapters.amqp.dynamic import DynamicNodes
 from ferrymq.adapters.stomp.dialect import TemporaryNames
 from ferrymq.amqp.engine import Engine
 from ferrymq.config.model import AmqpOptionsConfig
@@ -38,6 +39,10 @@ class AmqpSide(Protocol):
 
     @property
     def names(self) -> TemporaryNames: ...
+
+    @property
+    def dynamic(self) -> DynamicNodes:
+        """The connection's dynamic nodes (temporary destinations a link asked for)."""
 
     @property
     def options(self) -> AmqpOptionsConfig: ...

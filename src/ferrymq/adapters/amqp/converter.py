@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import proton
 
+from ferrymq.adapters.amqp.dynamic import DynamicNodes
 from ferrymq.adapters.amqp.errors import NOT_ASCII, AmqpError, condition_for
 from ferrymq.adapters.amqp.links import link_records
 from ferrymq.adapters.amqp.login import SaslHandshake
@@ -101,6 +102,7 @@ class AmqpConverter:
         self.max_message_size = max_message_size
         self._idle_timeout_ms = options.idle_timeout_ms
         self.names = TemporaryNames(connection.connection_id)
+        self.dynamic = DynamicNodes(self.region, self.connection_id, self.names)
         self.senders = Senders(self)
         self.receivers = Receivers(self)
         self.client_id: str | None = None
@@ -109,19 +111,8 @@ class AmqpConverter:
         )
         self._rest = b""
         self._opened = False
-        self._handlers: dict[type, Callable[[object], bool | None]] = {
-            SaslStart: lambda w: self._sasl_step().on_start(w),  # type: ignore[arg-type]
-            SaslLogin: lambda w: self._sasl_step().on_login(w),  # type: ignore[arg-type]
-            RemoteOpen: self._on_open,  # type: ignore[dict-item]
-            RemoteClose: self._on_close,  # type: ignore[dict-item]
-            SessionOpen: self._on_session_open,  # type: ignore[dict-item]
-            SessionClose: self._on_session_close,  # type: ignore[dict-item]
-            LinkOpen: self._on_link_open,  # type: ignore[dict-item]
-            LinkClose: self._on_link_close,  # type: ignore[dict-item]
-            Credit: lambda w: self.senders.credit(w.link),  # type: ignore[attr-defined]
-            Settled: lambda w: self.senders.settled(w.delivery),  # type: ignore[attr-defined]
-            Transfer: self.receivers.transfer,  # type: ignore[dict-item]
-        }
+        self.subject: Subject | None = None
+        """Who logged in (None without authentication), known once SASL is over."""
 
     protocol = "AMQP"
     links = link_records  # the admin API's records of this connection's links
@@ -177,7 +168,6 @@ class AmqpConverter:
                     work.append(make(event))
         connection = self.connection
         connection.run(work)
-        self.senders.finish_drains()
         unreadable = engine.close_if_unreadable()
         self.flush()
         if unreadable or not readable or engine.finished:
@@ -202,11 +192,8 @@ class AmqpConverter:
     # -- what the connection calls ------------------------------------------------------------
 
     def handle(self, work: object) -> bool:
-        handler = self._handlers.get(type(work))
-        if handler is None:
-            return False
         try:
-            return bool(handler(work))
+            return self._carry_out(work)
         except AmqpError as exc:
             if exc.fatal:
                 raise
@@ -222,10 +209,51 @@ class AmqpConverter:
             self._refuse(work, error)
         return False
 
+    def _carry_out(self, work: object) -> bool:
+        """One request; True when flow control (or a login being checked) holds it back."""
+        match work:
+            case Transfer():
+                return self.receivers.transfer(work)
+            case Settled(delivery=delivery):
+                self.senders.settled(delivery)
+            case Credit(link=link):
+                self.senders.credit(link)
+            case LinkOpen(link=link):
+                (self.senders if link.is_sender else self.receivers).attach(link)
+            case LinkClose(link=link, closed=closed):
+                (self.senders if link.is_sender else self.receivers).detach(link, closed=closed)
+            case _:
+                return self._connection_request(work)
+        return False
+
+    def _connection_request(self, work: object) -> bool:
+        match work:
+            case SessionOpen() | SessionClose():
+                self._on_session(work)
+            case RemoteOpen():
+                self._on_open()
+            case RemoteClose():
+                self.engine.connection.close()
+                self.flush()
+            case SaslStart():
+                self._sasl_step().on_start(work)
+            case SaslLogin():
+                return self._sasl_step().on_login(work)
+        return False
+
     def refusal(self, error: BrokerError, work: object | None) -> bytes:
-        """A fatal refusal closes the connection with the condition."""
+        """A refusal the connection asks for (a fatal one, or a held transfer that
+        ``sendFailIfNoSpaceAfterTimeout`` gave up on): said on the transfer or the link it
+        concerns where there is one, else by closing the connection with the condition."""
         if self._handshake is not None:
             return self._handshake.refusal(work)
+        if not error.fatal and isinstance(work, Transfer):
+            self.receivers.reject(work, error)
+            return self.engine.output()
+        link = getattr(work, "link", None)
+        if not error.fatal and isinstance(link, proton.Link):
+            self._close_link(link, error)
+            return self.engine.output()
         connection = self.engine.connection
         if not connection.state & proton.Endpoint.LOCAL_ACTIVE and not self._opened:
             connection.open()
@@ -254,28 +282,34 @@ class AmqpConverter:
         if link is None:
             self.connection.refuse(error, work)
             return
-        self.senders.forget(link)
-        self.receivers.links.pop(link.name, None)
-        if not link.state & proton.Endpoint.LOCAL_ACTIVE:
-            link.source.copy(link.remote_source) if link.is_sender else None
-            link.open()
-            if link.is_sender:
-                link.source.address = None  # nothing was attached: the client's null source
-        link.condition = condition_for(error)
-        link.close()
+        self._close_link(link, error)
         self.flush()
 
-    subject: Subject | None = None
+    def _close_link(self, link: proton.Link, error: BrokerError) -> None:
+        """Close a link with the condition; one the broker never attached is attached first
+        (with the client's null source for a consumer: nothing was attached)."""
+        if link.is_sender:
+            self.senders.forget(link)
+        else:
+            self.receivers.forget(link)
+        if not link.state & proton.Endpoint.LOCAL_ACTIVE:
+            if link.is_sender:
+                link.source.copy(link.remote_source)
+            link.open()
+            if link.is_sender:
+                link.source.address = None  # type: ignore[assignment]  # proton takes None
+        link.condition = condition_for(error)
+        link.close()
 
     # -- the connection and its sessions ------------------------------------------------------
 
-    def _on_open(self, work: RemoteOpen) -> None:
+    def _on_open(self) -> None:
+        """The client's open: its container-id is its client id (refused when in use)."""
         connection = self.connection
-        engine = self.engine
-        remote = engine.connection
+        endpoint = self.engine.connection
         if not self.service.accepting_clients:
             raise BrokerError("this broker is waiting for its slave to attach (waitForSlave)")
-        container = remote.remote_container or None
+        container = endpoint.remote_container or None
         transport = connection.transport
         added = self.region.add_connection(
             self.connection_id,
@@ -288,18 +322,18 @@ class AmqpConverter:
             self._refuse_client_id(added.refused.message)
             return
         self.client_id = container
-        remote.offered_capabilities = proton.SymbolList(
+        endpoint.offered_capabilities = proton.SymbolList(
             [proton.symbol(codes.ANONYMOUS_RELAY), proton.symbol(codes.DELAYED_DELIVERY)]
         )
-        remote.properties = {  # the prefixes Qpid JMS puts on its addresses (ActiveMQ 5's)
+        endpoint.properties = {  # the prefixes Qpid JMS puts on its addresses (ActiveMQ 5's)
             proton.symbol("queue-prefix"): "queue://",
             proton.symbol("topic-prefix"): "topic://",
             proton.symbol("product"): "FerryMQ",
             proton.symbol("version"): self.service.server_name.partition("/")[2],
         }
-        remote.open()
+        endpoint.open()
         self._opened = True
-        remote_idle_s = engine.transport.remote_idle_timeout
+        remote_idle_s = self.engine.transport.remote_idle_timeout
         connection.open(
             read_timeout_ms=self._idle_timeout_ms,
             write_interval_ms=max(1, int(remote_idle_s * 1000) // 2) if remote_idle_s else 0,
@@ -309,50 +343,33 @@ class AmqpConverter:
     def _refuse_client_id(self, message: str) -> None:
         """Another connection has this container-id: open, then close with the condition Qpid
         JMS turns into an InvalidClientIDException (as ActiveMQ 5 answers)."""
-        remote = self.engine.connection
-        remote.properties = {proton.symbol(codes.CONNECTION_ESTABLISHMENT_FAILED): True}
-        remote.open()
-        remote.condition = proton.Condition(
+        endpoint = self.engine.connection
+        endpoint.properties = {proton.symbol(codes.CONNECTION_ESTABLISHMENT_FAILED): True}
+        endpoint.open()
+        endpoint.condition = proton.Condition(
             codes.INVALID_FIELD,
             message,
             {proton.symbol("invalid-field"): proton.symbol("container-id")},
         )
-        remote.close()
+        endpoint.close()
         self.log_refusal(BrokerError(message))
         self.connection.fail(self.engine.output(), message, fatal=True)
 
-    def _on_close(self, work: RemoteClose) -> None:
-        self.engine.connection.close()
-        self.flush()
-
-    def _on_session_open(self, work: SessionOpen) -> None:
-        work.session.open()
-        self.flush()
-
-    def _on_session_close(self, work: SessionClose) -> None:
+    def _on_session(self, work: SessionOpen | SessionClose) -> None:
+        """A session begins, or ends: its links end with it (their consumers go, what they
+        had unacknowledged comes back; a durable subscription stays)."""
         session = work.session
-        for link in list(self.senders.by_subscription.values()):
-            if link.link.session == session:
-                self.senders.detach(link.link, closed=False)
-        for name, state in list(self.receivers.links.items()):
-            if state.link.session == session:
-                self.receivers.links.pop(name, None)
-        session.close()
+        if isinstance(work, SessionOpen):
+            session.open()
+        else:
+            for state in list(self.senders.by_subscription.values()):
+                if state.link.session == session:
+                    self.senders.detach(state.link, closed=False)
+            for receiver in list(self.receivers.links.values()):
+                if receiver.link.session == session:
+                    self.receivers.forget(receiver.link)
+            session.close()
         self.flush()
-
-    def _on_link_open(self, work: LinkOpen) -> None:
-        link = work.link
-        if link.is_sender:
-            self.senders.attach(link)
-        else:
-            self.receivers.attach(link)
-
-    def _on_link_close(self, work: LinkClose) -> None:
-        link = work.link
-        if link.is_sender:
-            self.senders.detach(link, closed=work.closed)
-        else:
-            self.receivers.detach(link, closed=work.closed)
 
     # -- frames out ---------------------------------------------------------------------------
 

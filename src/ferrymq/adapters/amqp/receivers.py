@@ -14,6 +14,7 @@ as STOMP's ``transaction`` header does.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import proton
@@ -36,6 +37,9 @@ from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
 
+PARTIAL_BUDGET = 2
+"""Bytes of unfinished transfers one connection may have buffered, in maximum message sizes."""
+
 
 @dataclass(slots=True)
 class ReceiverLink:
@@ -43,6 +47,8 @@ class ReceiverLink:
     destination: Destination | None
     """None: an anonymous relay (each message's ``to`` decides)."""
     coordinator: bool = False
+    dynamic: Destination | None = None
+    """The temporary destination made for this link's dynamic target (deleted with it)."""
 
 
 class Receivers:
@@ -52,18 +58,25 @@ class Receivers:
         self.connection_id = converter.connection_id
         self.links: dict[str, ReceiverLink] = {}
         self._transactions = 0
-        self._partial: dict[tuple[str, str], bytearray] = {}
-        self._dropping: set[tuple[str, str]] = set()
+        self._partial: dict[tuple[str, bytes], bytearray] = {}
+        self._dropping: set[tuple[str, bytes]] = set()
         self._over_credit: set[IncomingDelivery] = set()
         """Transfers the client sent without credit: their link closes when their turn comes."""
+        self._flush_due = False
 
     def attach(self, link: proton.Link) -> None:
         target = link.remote_target
         if target.type == proton.Terminus.COORDINATOR:
             state = ReceiverLink(link, None, coordinator=True)
+        elif target.dynamic:
+            capabilities = capabilities_of(data_object(target.capabilities))
+            destination, address = self.converter.dynamic.create(capabilities)
+            state = ReceiverLink(link, destination, dynamic=destination)
         else:
             state = ReceiverLink(link, self._target(target))
         link.target.copy(target)
+        if state.dynamic is not None:
+            link.target.address = address
         link.source.copy(link.remote_source)
         link.rcv_settle_mode = proton.Link.RCV_FIRST
         link.max_message_size = self.converter.max_message_size
@@ -72,7 +85,7 @@ class Receivers:
         link.flow(self.converter.options.producer_credit)
         self.converter.flush()
         if link.remote_rcv_settle_mode == proton.Link.RCV_SECOND:
-            self.links.pop(link.name, None)
+            self.forget(link)
             raise AmqpError(
                 codes.NOT_IMPLEMENTED,
                 "exactly-once delivery (rcv-settle-mode second) is not supported; "
@@ -81,8 +94,6 @@ class Receivers:
 
     def _target(self, target: proton.Terminus) -> Destination | None:
         address = target.address
-        if target.dynamic:
-            raise AmqpError(codes.NOT_IMPLEMENTED, "a dynamic target is not supported")
         if not address:
             return None
         capabilities = data_object(target.capabilities)
@@ -93,12 +104,23 @@ class Receivers:
         return destination
 
     def detach(self, link: proton.Link, *, closed: bool) -> None:
-        self.links.pop(link.name, None)
+        self.forget(link)
         if closed:
             link.close()
         else:
             link.detach()
         self.converter.flush()
+
+    def forget(self, link: proton.Link) -> None:
+        """The link is gone (or refused): its state, its dynamic node and what arrived of its
+        unfinished transfers. Another live link may have its name: that one is kept."""
+        state = self.links.get(link.name)
+        if state is None or state.link != link:
+            return
+        del self.links[link.name]
+        self.converter.dynamic.delete(state.dynamic)
+        for key in [key for key in self._partial if key[0] == link.name]:
+            del self._partial[key]
 
     # -- transfers ----------------------------------------------------------------------------
 
@@ -107,11 +129,17 @@ class Receivers:
         large message arrives in many frames, and proton's buffer is not kept waiting). The
         rest of a message refused for its size, or of one on a link closed meanwhile, is read
         and dropped."""
-        key = (link.name, str(delivery.tag))
+        name = link.name  # once: proton decodes it from C on every access
+        key = (name, delivery.tag)
+        if delivery.aborted:
+            self._partial.pop(key, None)
+            self._dropping.discard(key)
+            delivery.settle()
+            return None
         pending = delivery.pending
         chunk = link.recv(pending) if pending > 0 else b""
         limit = self.converter.max_message_size
-        if link.name not in self.links or key in self._dropping:
+        if name not in self.links or key in self._dropping:
             if not delivery.partial:
                 self._dropping.discard(key)
                 link.advance()
@@ -125,6 +153,10 @@ class Receivers:
                 del self._partial[key]
                 self._dropping.add(key)
                 self._too_large(link, delivery)
+            elif sum(map(len, self._partial.values())) > PARTIAL_BUDGET * limit:
+                del self._partial[key]
+                self._dropping.add(key)
+                self._over_budget(link, delivery)
             return None
         if len(chunk or b"") + (len(buffered) if buffered is not None else 0) > limit:
             link.advance()
@@ -140,13 +172,25 @@ class Receivers:
         """A message over the listener's limit (``wireFormat.maxFrameSize``): the link ends
         with AMQP's condition for it, and what arrived of the message is dropped."""
         limit = self.converter.max_message_size
-        self.links.pop(link.name, None)
+        message = (
+            f"a message over {limit} bytes was refused (the listener's wireFormat.maxFrameSize)"
+        )
+        self._end_link(link, delivery, codes.MESSAGE_SIZE_EXCEEDED, message)
+
+    def _over_budget(self, link: proton.Link, delivery: IncomingDelivery) -> None:
+        """Unfinished transfers of this connection hold more than its budget: the link whose
+        transfer passed it ends, the others go on."""
+        budget = PARTIAL_BUDGET * self.converter.max_message_size
+        message = f"the connection's unfinished transfers hold more than {budget} bytes"
+        self._end_link(link, delivery, codes.RESOURCE_LIMIT, message)
+
+    def _end_link(
+        self, link: proton.Link, delivery: IncomingDelivery, condition: str, message: str
+    ) -> None:
+        self.forget(link)
         if not delivery.partial:
             delivery.settle()
-        link.condition = proton.Condition(
-            codes.MESSAGE_SIZE_EXCEEDED,
-            f"a message over {limit} bytes was refused (the listener's wireFormat.maxFrameSize)",
-        )
+        link.condition = proton.Condition(condition, message)
         link.close()
         self.converter.flush()
 
@@ -228,7 +272,7 @@ class Receivers:
     ) -> None:
         if delivery.settled:  # pre-settled: at most once, nothing to say
             delivery.settle()
-            self.converter.flush()
+            self._flush_soon()
             return
         if transaction is not None:
             accepted = proton.Described(proton.ulong(codes.ACCEPTED), [])
@@ -238,9 +282,30 @@ class Receivers:
         else:
             delivery.update(proton.Delivery.ACCEPTED)
         delivery.settle()
-        self.converter.flush(needs_commit=needs_commit)
+        if needs_commit:
+            self.converter.flush(needs_commit=True)
+        else:
+            self._flush_soon()
+
+    def _flush_soon(self) -> None:
+        """A disposition that waits for no commit leaves with the others of this read (the
+        converter flushes at the end of each), one frame for many, not one write per message;
+        the next loop turn writes it for work resumed outside a read (flow control)."""
+        if not self._flush_due:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        self._flush_due = False
+        self.converter.flush()
 
     def _reject(self, work: Transfer, error: BrokerError) -> None:
+        self.reject(work, error)
+        self.converter.flush()
+
+    def reject(self, work: Transfer, error: BrokerError) -> None:
+        """Settle a transfer ``rejected``, with the condition and the reason (unless the client
+        sent it pre-settled: then there is nobody to tell)."""
         delivery = work.delivery
         if not delivery.settled:
             full = delivery.full()
@@ -248,7 +313,6 @@ class Receivers:
             full.update(proton.Delivery.REJECTED)
         delivery.settle()
         self.converter.log_refusal(error)
-        self.converter.flush()
 
     def _top_up(self, link: proton.Link) -> None:
         credit = self.converter.options.producer_credit

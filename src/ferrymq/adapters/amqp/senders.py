@@ -12,7 +12,8 @@ settles it on the core's rules (``OUTCOMES``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+from dataclasses import dataclass
 
 import proton
 
@@ -22,11 +23,14 @@ from ferrymq.adapters.amqp.errors import AmqpError
 from ferrymq.adapters.amqp.mapping import amqp_from_message, message_tail
 from ferrymq.amqp import codes
 from ferrymq.core.consumer import AckMode, Consumer
-from ferrymq.core.destination import Destination, DestinationType
+from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Delivery
+from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
 from ferrymq.core.region import AckRef, Settlement
 from ferrymq.core.selector import SelectorError, parse_selector
+
+log = logging.getLogger(__name__)
 
 CACHED_TAIL_LIMIT = 64 * 1024
 """A message shared by several subscriptions keeps its rendered sections up to this body size
@@ -39,8 +43,12 @@ class SenderLink:
     consumer: Consumer
     presettled: bool
     browse_done: bool = False
-    draining: bool = False
-    tags: dict[str, proton.Delivery] = field(default_factory=dict)
+    unrendered: int = 0
+    """Deliveries the core made before the last grant that proton has not sent yet."""
+    rendered: int = 0
+    """Deliveries sent through proton since the last grant (they used its credit)."""
+    dynamic: Destination | None = None
+    """The temporary destination made for this link's dynamic source (deleted with it)."""
 
 
 class Senders:
@@ -51,7 +59,6 @@ class Senders:
         self.region = converter.region
         self.connection_id = converter.connection_id
         self.by_subscription: dict[str, SenderLink] = {}
-        self._dynamic = 0
 
     @staticmethod
     def subscription_id(link: proton.Link) -> str:
@@ -68,25 +75,43 @@ class Senders:
                 "use at-least-once (first) or at-most-once (pre-settled)",
             )
         destination, address, options = self._source_destination(link, source)
-        consumer = self._consumer(link, source, destination, options)
+        dynamic = destination if source.dynamic else None
+        try:
+            state = self._subscribe(link, source, destination, options)
+        except BrokerError:
+            self.converter.dynamic.delete(dynamic)  # a node for a link that was refused
+            raise
+        state.dynamic = dynamic
         link.source.copy(source)
         link.source.address = address
+        _echo_filters(link.source, data_object(source.filter))
         link.target.copy(link.remote_target)
         link.snd_settle_mode = link.remote_snd_settle_mode
-        presettled = link.remote_snd_settle_mode == proton.Link.SND_SETTLED
-        state = SenderLink(link, consumer, presettled)
-        if consumer.browser:
+        if state.consumer.browser:
             self._browse(state)
             return
-        outcome = self.region.subscribe(consumer, start=False)
-        if outcome.refused is not None:
-            raise outcome.refused
-        self.by_subscription[consumer.subscription_id] = state
+        self.by_subscription[state.consumer.subscription_id] = state
         link.open()
         self.converter.flush()
-        self.region.start_consumer(consumer)
+        self.region.start_consumer(state.consumer)
         if link.credit > 0:
             self.credit(link)
+
+    def _subscribe(
+        self,
+        link: proton.Link,
+        source: proton.Terminus,
+        destination: Destination,
+        options: addressing.ConsumerOptions,
+    ) -> SenderLink:
+        """The link's consumer, subscribed (a browser is served by the service instead)."""
+        consumer = self._consumer(link, source, destination, options)
+        if not consumer.browser:
+            outcome = self.region.subscribe(consumer, start=False)
+            if outcome.refused is not None:
+                raise outcome.refused
+        presettled = link.remote_snd_settle_mode == proton.Link.SND_SETTLED
+        return SenderLink(link, consumer, presettled)
 
     def _source_destination(
         self, link: proton.Link, source: proton.Terminus
@@ -94,7 +119,7 @@ class Senders:
         capabilities = capabilities_of(data_object(source.capabilities))
         no_options = addressing.ConsumerOptions()
         if source.dynamic:
-            return (*self._dynamic_node(capabilities), no_options)
+            return (*self.converter.dynamic.create(capabilities), no_options)
         address = source.address
         if not address:
             durable = self._existing_durable(link)
@@ -107,18 +132,6 @@ class Senders:
             return durable, addressing.address_for(durable), no_options
         name, options = addressing.consumer_address(address)
         return addressing.destination_for(name, capabilities), address, options
-
-    def _dynamic_node(self, capabilities: set[str]) -> tuple[Destination, str]:
-        self._dynamic += 1
-        kind = (
-            DestinationType.TEMP_TOPIC
-            if codes.TEMPORARY_TOPIC in capabilities or codes.TOPIC in capabilities
-            else DestinationType.TEMP_QUEUE
-        )
-        name, _ = self.converter.names.physical(kind, f"dynamic-{self._dynamic}")
-        destination = Destination(kind, name)
-        self.region.create_temporary(self.connection_id, destination)
-        return destination, addressing.address_for(destination)
 
     def _existing_durable(self, link: proton.Link) -> Destination | None:
         client_id = self.converter.client_id
@@ -191,21 +204,31 @@ class Senders:
                 link.drained()
                 self.converter.flush()
             return
-        outcome = self.region.control_consumer(
-            self.connection_id, state.consumer.subscription_id, max(link.credit, 0)
-        )
+        self._grant(state, max(link.credit, 0))
+        if link.drain_mode:
+            self._drain(state)
+
+    def _grant(self, state: SenderLink, credit: int) -> None:
+        """Open the core's window to the link's credit, less what the core already delivered
+        that proton has not sent yet (it will use proton's credit when it is rendered): within
+        one read, a client's flows would otherwise each open the window again."""
+        consumer = state.consumer
+        unrendered = state.unrendered + consumer.outstanding - state.rendered
+        state.unrendered, state.rendered = max(unrendered, 0), 0
+        window = max(credit - state.unrendered, 0)
+        outcome = self.region.control_consumer(self.connection_id, consumer.subscription_id, window)
         if outcome.refused is not None:
             raise outcome.refused
-        state.draining = link.drain_mode
 
-    def finish_drains(self) -> None:
-        """After the core dispatched what it could: a draining link that got less than its
-        credit has nothing more, so its credit is used up (AMQP's drain)."""
-        for state in self.by_subscription.values():
-            if state.draining and state.consumer.has_capacity:
-                state.draining = False
-                state.link.drained()
-                self.converter.flush()
+    def _drain(self, state: SenderLink) -> None:
+        """AMQP's drain: send what the queue has now, then use the rest of the credit up, so
+        the core must not dispatch into it afterwards."""
+        self.converter.service.process()  # the core dispatches now, into proton's credit
+        if state.consumer.has_capacity:
+            state.link.drained()
+            self._grant(state, 0)
+            self.converter.flush()
+            self.converter.service.process()
 
     def settled(self, delivery: proton.Delivery) -> None:
         link = delivery.link
@@ -217,7 +240,6 @@ class Senders:
         settlement, transaction = _settlement(delivery)
         if settlement is None:
             return  # a non-terminal state (received): wait for the outcome
-        state.tags.pop(tag, None)
         outcome = self.region.settle(
             self.connection_id, AckRef(ack_id=tag), transaction, settlement
         )
@@ -229,15 +251,15 @@ class Senders:
     # -- detach -------------------------------------------------------------------------------
 
     def detach(self, link: proton.Link, *, closed: bool) -> None:
-        state = self.by_subscription.pop(self.subscription_id(link), None)
-        if state is not None and not state.consumer.browser:
+        state = self.by_subscription.get(self.subscription_id(link))
+        if state is not None and state.link == link:
+            del self.by_subscription[state.consumer.subscription_id]
             consumer = state.consumer
-            self.region.unsubscribe(self.connection_id, consumer.subscription_id)
-            if closed and consumer.durable_name is not None:
-                self.region.destroy_durable(self.connection_id, consumer.durable_name)
-        elif state is None and closed and self.converter.client_id is not None:
-            # Qpid JMS unsubscribes by attaching to the subscription and closing the link.
-            self.region.destroy_durable(self.connection_id, link.name)
+            if not consumer.browser:
+                self.region.unsubscribe(self.connection_id, consumer.subscription_id)
+                if closed and consumer.durable_name is not None:
+                    self.region.destroy_durable(self.connection_id, consumer.durable_name)
+            self.converter.dynamic.delete(state.dynamic)
         if closed:
             link.close()
         else:
@@ -245,7 +267,10 @@ class Senders:
         self.converter.flush()
 
     def forget(self, link: proton.Link) -> None:
-        self.by_subscription.pop(self.subscription_id(link), None)
+        """A link the broker refused: its name may belong to another, live link."""
+        state = self.by_subscription.get(self.subscription_id(link))
+        if state is not None and state.link == link:
+            del self.by_subscription[state.consumer.subscription_id]
 
     # -- frames out ---------------------------------------------------------------------------
 
@@ -272,6 +297,16 @@ class Senders:
             link.drained()
         return self.converter.engine.output()
 
+    def _encode(self, message: Message, redeliveries: int) -> bytes:
+        tail = message.amqp_tail
+        if tail is None:
+            tail = message_tail(message)
+            if message.holders > 1 and len(message.body) <= CACHED_TAIL_LIMIT:
+                message.amqp_tail = tail  # a topic message: rendered again for each subscriber
+        return amqp_from_message(
+            message, delivery_count=redeliveries, now_ms=self.region.now_ms, tail=tail
+        )
+
     def _send(
         self,
         state: SenderLink,
@@ -282,14 +317,15 @@ class Senders:
         presettle: bool = False,
     ) -> bytes:
         link = state.link
-        tail = message.amqp_tail
-        if tail is None:
-            tail = message_tail(message)
-            if message.holders > 1 and len(message.body) <= CACHED_TAIL_LIMIT:
-                message.amqp_tail = tail  # a topic message: rendered again for each subscriber
-        payload = amqp_from_message(
-            message, delivery_count=redeliveries, now_ms=self.region.now_ms, tail=tail
-        )
+        try:
+            payload = self._encode(message, redeliveries)
+        except (BrokerError, ValueError, TypeError, OverflowError) as exc:
+            # A header another protocol's producer set that AMQP cannot carry must not cost
+            # the delivery (or, raised here, the broker's whole dispatch pass).
+            log.warning("message %s: sent without its headers: %s", message.message_id, exc)
+            payload = _bare(message, redeliveries)
+        if ack_id is not None:
+            state.rendered += 1
         tag = ack_id if ack_id is not None else f"browse:{message.message_id}"
         delivery = link.delivery(tag)
         link.send(payload)
@@ -299,10 +335,47 @@ class Senders:
         return self.converter.engine.output()
 
 
+def _bare(message: Message, redeliveries: int) -> bytes:
+    """The message with only its id, header fields and body."""
+    bare = proton.Message(
+        id=message.message_id,
+        body=message.body,
+        durable=message.persistent,
+        priority=message.priority,
+        delivery_count=redeliveries,
+    )
+    return bytes(bare.encode())
+
+
 def _tag(tag: object) -> str:
     if isinstance(tag, bytes | memoryview):
         return bytes(tag).decode("utf-8", "replace")
     return str(tag)
+
+
+def _echo_filters(local: proton.Terminus, filters: object) -> None:
+    """Answer with the filters the broker applies, and only those (as ActiveMQ does): a client
+    that asked for another learns that it is not applied."""
+    local.filter.clear()
+    if not isinstance(filters, dict):
+        return
+    kept = {key: value for key, value in filters.items() if _filter_kind(key, value) is not None}
+    if kept:
+        local.filter.put_dict(kept)
+
+
+def _filter_kind(key: object, value: object) -> str | None:
+    """``selector``, ``no-local`` or None (a filter the broker does not apply)."""
+    descriptor = value.descriptor if isinstance(value, proton.Described) else None
+    if str(key) == codes.SELECTOR_FILTER or descriptor in _SELECTOR_DESCRIPTORS:
+        return "selector"
+    if str(key) == codes.NO_LOCAL_FILTER or descriptor in _NO_LOCAL_DESCRIPTORS:
+        return "no-local"
+    return None
+
+
+_SELECTOR_DESCRIPTORS = (codes.SELECTOR_FILTER_CODE, proton.symbol(codes.SELECTOR_FILTER))
+_NO_LOCAL_DESCRIPTORS = (codes.NO_LOCAL_FILTER_CODE, proton.symbol(codes.NO_LOCAL_FILTER))
 
 
 def _filters(filters: object) -> tuple[str | None, bool]:
@@ -312,17 +385,10 @@ def _filters(filters: object) -> tuple[str | None, bool]:
     selector: str | None = None
     no_local = False
     for key, value in filters.items():
-        descriptor = value.descriptor if isinstance(value, proton.Described) else None
-        inner = value.value if isinstance(value, proton.Described) else value
-        if str(key) == codes.SELECTOR_FILTER or descriptor in (
-            codes.SELECTOR_FILTER_CODE,
-            proton.symbol(codes.SELECTOR_FILTER),
-        ):
-            selector = str(inner)
-        elif str(key) == codes.NO_LOCAL_FILTER or descriptor in (
-            codes.NO_LOCAL_FILTER_CODE,
-            proton.symbol(codes.NO_LOCAL_FILTER),
-        ):
+        kind = _filter_kind(key, value)
+        if kind == "selector":
+            selector = str(value.value if isinstance(value, proton.Described) else value)
+        elif kind == "no-local":
             no_local = True
     return selector, no_local
 
