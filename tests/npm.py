@@ -4,6 +4,7 @@ committed)."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -15,8 +16,17 @@ NPM_TIMEOUT_S = 300
 
 
 def npm_ci(directory: Path, required: Sequence[Path]) -> Path:
-    """``directory``, after ``npm ci`` there unless every ``required`` file is already in place."""
+    """``directory``, after ``npm ci`` there unless every ``required`` file is already in place.
+    One install at a time per directory, whatever the number of test processes (pytest-xdist)."""
     if all(path.exists() for path in required):
+        return directory
+    with (directory / ".npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(directory, required)
+
+
+def _install(directory: Path, required: Sequence[Path]) -> Path:
+    if all(path.exists() for path in required):  # another process installed it meanwhile
         return directory
     npm = shutil.which("npm")
     if npm is None:

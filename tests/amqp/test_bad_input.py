@@ -15,6 +15,7 @@ import socket
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from proton import symbol, ubyte, uint
@@ -292,7 +293,9 @@ def test_a_transfer_over_credit_closes_the_link(watched: Bystanders) -> None:
         accepted = 0
         while (got := raw.read_frame()) is not None and got.descriptor != DETACH:
             state = got.field(4) if got.descriptor == DISPOSITION else None
-            accepted += getattr(state, "descriptor", None) == ACCEPTED
+            if getattr(state, "descriptor", None) == ACCEPTED:  # one disposition: first..last
+                first, last = cast(int, got.field(1)), cast("int | None", got.field(2))
+                accepted += (first if last is None else last) - first + 1
         assert got is not None, "the broker did not close the greedy link"
         refusal = got.refusal
         assert refusal is not None

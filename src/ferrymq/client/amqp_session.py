@@ -39,7 +39,7 @@ from ferrymq.amqp.client import (
     SubscriptionSpec,
 )
 from ferrymq.amqp.client_links import DEFAULT_PREFETCH
-from ferrymq.amqp.client_mapping import address_for, message_for_send, message_headers
+from ferrymq.amqp.client_mapping import address_for, encoded_for_send, message_headers
 from ferrymq.client.commands import (
     Abort,
     Acknowledge,
@@ -55,6 +55,7 @@ from ferrymq.client.errors import UsageError
 from ferrymq.client.transport import BrokerEvent
 from ferrymq.stomp import constants as h
 from ferrymq.stomp.events import ErrorEvent, MessageEvent, ReceiptEvent
+from ferrymq.util.text import is_decimal
 
 __all__ = ["AmqpSession"]
 
@@ -136,10 +137,10 @@ class AmqpSession:
 
     def _send(self, command: Send) -> None:
         txn_id = self._txn(command.transaction)
-        message = message_for_send(command.destination, command.body, command.headers)
+        encoded = encoded_for_send(command.destination, command.body, command.headers)
         key = f"send-{next(self._keys)}"
         self._sends[key] = (command.receipt, command.transaction)
-        self.engine.send(key, message.address or "", message.encode(), txn_id)
+        self.engine.send(key, address_for(command.destination), encoded, txn_id)
 
     def _subscribe(self, command: Subscribe) -> None:
         headers = command.headers
@@ -153,7 +154,7 @@ class AmqpSession:
         spec = SubscriptionSpec(
             key=command.id,
             address=address_for(destination),
-            prefetch=int(prefetch) if prefetch.isdigit() and int(prefetch) else DEFAULT_PREFETCH,
+            prefetch=int(prefetch) if is_decimal(prefetch) and int(prefetch) else DEFAULT_PREFETCH,
             selector=command.selector,
             no_local=headers.get(h.ACTIVEMQ_NO_LOCAL) == "true",
             settle_first=command.ack == h.ACK_AUTO,
@@ -185,7 +186,7 @@ class AmqpSession:
         txn_id = self._txn(command.transaction)
         ack = message.ack
         subscription = self._subscriptions.get(message.subscription or "")
-        if ack and ack.isdigit() and subscription is not None:
+        if ack and is_decimal(ack) and subscription is not None:
             if command.nack:
                 self.engine.settle(int(ack), "rejected", txn_id)
             elif subscription.ack == h.ACK_CLIENT:

@@ -27,7 +27,15 @@ from dataclasses import replace
 
 from ferrymq.amqp.client import ClientEngine, Closed, EngineEvent, Opened
 from ferrymq.client.amqp_session import AmqpSession
-from ferrymq.client.commands import Abort, Begin, Command, Commit, ConnectionInfo, Disconnect
+from ferrymq.client.commands import (
+    Abort,
+    Begin,
+    Command,
+    Commit,
+    ConnectionInfo,
+    Disconnect,
+    Send,
+)
 from ferrymq.client.errors import (
     BrokerErrorFrame,
     BrokerURLError,
@@ -55,6 +63,10 @@ WRITE_HIGH_WATER_BYTES = 1024 * 1024
 MAX_IN_FLIGHT = 5000
 """Unsettled sends allowed before ``write`` waits: proton would queue beyond the broker's
 credit without bound."""
+FLUSH_SENDS = 64
+"""Sends written to the socket together: proton frames whatever is pending in one call, and a
+call per message costs more than the message (a producer that does not yield still writes
+every ``FLUSH_SENDS``; the rest goes when the loop next runs)."""
 
 
 def amqp_options(uri: URI) -> TcpOptions:
@@ -104,6 +116,9 @@ class AmqpTransport:
         self._progress = asyncio.Event()
         """Set whenever the broker said something (outcomes, for ``_until_settled``)."""
         self._frames_sent = self._bytes_sent = self._bytes_received = 0
+        self._unflushed = 0
+        """Sends not yet taken from the engine (``_flush_soon``)."""
+        self._flush_handle: asyncio.Handle | None = None
 
     @property
     def remote_url(self) -> str:
@@ -256,7 +271,20 @@ class AmqpTransport:
         for stomp_event in translated:
             listener.on_event(stomp_event)
 
+    def _flush_soon(self) -> None:
+        """A send's bytes: written with the next ones, within ``FLUSH_SENDS`` sends or once
+        the loop runs again, whichever comes first."""
+        self._unflushed += 1
+        if self._unflushed >= FLUSH_SENDS:
+            self._flush()
+        elif self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
+        self._unflushed = 0
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         data = self._engine.data_to_send()
         if data and self._writer is not None and not self._writer.transport.is_closing():
             self._writer.write(data)
@@ -280,6 +308,9 @@ class AmqpTransport:
             self._timer = loop.call_at(deadline, self._tick)
 
     def _stop_timer(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -299,7 +330,10 @@ class AmqpTransport:
             await self._until_settled(lambda: self._session.in_flight == 0)
         events = self._session.command(command)
         self._frames_sent += 1
-        self._flush()
+        if isinstance(command, Send):
+            self._flush_soon()
+        else:
+            self._flush()
         if events and self._listener is not None:
             for event in events:
                 self._listener.on_event(event)

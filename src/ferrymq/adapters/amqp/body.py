@@ -18,7 +18,8 @@ ActiveMQ's codes (its AmqpMessageSupport), so the sender's section comes back ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ferrymq.core.errors import BrokerError
 
@@ -94,21 +95,37 @@ class Sections:
     """Where the first body section's value starts in ``body`` (after its descriptor)."""
     footer_at: int
     """Where the footer's value starts, -1 when there is none."""
+    values: dict[int, object] = field(default_factory=dict)
+    """Section descriptor -> its decoded value, for the sections ``split`` was asked to read."""
 
 
-def split(encoded: bytes) -> Sections:
-    """Find the sections of a bare message, checking their order; decodes none of them."""
-    view = memoryview(encoded)
+Decoder = Callable[[bytes, int], tuple[object, int]]
+_READ = frozenset({HEADER, MESSAGE_ANNOTATIONS, PROPERTIES, APPLICATION_PROPERTIES})
+"""The sections a ``decode`` given to ``split`` reads (delivery-annotations are only skipped)."""
+
+
+def split(encoded: bytes, decode: Decoder | None = None) -> Sections:
+    """Find the sections of a bare message, checking their order; decodes none of them, except
+    that with ``decode`` the header, message-annotations, properties and
+    application-properties are read in the same pass (into ``values``), not skipped then read."""
+    view = encoded
     size = len(encoded)
     head: dict[int, int] = {}
+    values: dict[int, object] = {}
     body_start = body_end = size
     body_kind = count = value_offset = 0
     footer_at = -1
     position = 0
     try:
         while position < size:
-            code, value_at = _section_descriptor(view, position)
-            end = _skip(view, value_at, 0)
+            if view[position] == 0x00 and view[position + 1] == 0x53:  # the common descriptor
+                code, value_at = view[position + 2], position + 3
+            else:
+                code, value_at = _section_descriptor(view, position)
+            if decode is not None and code in _READ:
+                values[code], end = decode(encoded, value_at)
+            else:
+                end = _skip(view, value_at, 0)
             if code in _BODY_SECTIONS:
                 if count and (code != body_kind or code == VALUE_SECTION or body_end != position):
                     raise MalformedMessageError("body sections are mixed or not consecutive")
@@ -128,10 +145,12 @@ def split(encoded: bytes) -> Sections:
             position = end
     except IndexError:
         raise MalformedMessageError("it ends inside a section") from None
-    return Sections(head, encoded[body_start:body_end], body_kind, count, value_offset, footer_at)
+    return Sections(
+        head, encoded[body_start:body_end], body_kind, count, value_offset, footer_at, values
+    )
 
 
-def _section_descriptor(view: memoryview, position: int) -> tuple[int, int]:
+def _section_descriptor(view: bytes, position: int) -> tuple[int, int]:
     """The section's descriptor code and where its value starts."""
     if view[position] != 0x00:
         raise MalformedMessageError(f"expected a section at byte {position}")
@@ -151,7 +170,7 @@ def _section_descriptor(view: memoryview, position: int) -> tuple[int, int]:
     raise MalformedMessageError(f"unknown section descriptor at byte {position}")
 
 
-def _skip(view: memoryview, position: int, depth: int) -> int:
+def _skip(view: bytes, position: int, depth: int) -> int:
     """Where the encoded value at ``position`` ends."""
     constructor = view[position]
     position += 1

@@ -18,9 +18,15 @@ import struct
 import uuid
 from dataclasses import dataclass
 
-from proton import byte, symbol, timestamp, uint, ulong
+from proton import ulong
 
 from ferrymq.adapters.amqp.body import MalformedMessageError
+from ferrymq.amqp.encoding import encode, encode_section
+
+__all__ = ["Unsupported", "decode", "encode", "encode_section"]
+
+Buffer = bytes | memoryview
+"""What the decoder reads: ``bytes`` is the faster (its slices are cheaper to make and decode)."""
 
 _MAX_DEPTH = 16
 """Nested lists and maps: far beyond what any message section holds, short of Python's stack."""
@@ -61,9 +67,11 @@ _STRUCTS: dict[int, tuple[struct.Struct, bool]] = {
     0x83: (struct.Struct(">q"), False),
 }
 _UNSUPPORTED = {0x74: 4, 0x84: 8, 0x94: 16}  # decimal32/64/128
+_COMPOUNDS = frozenset({0xC0, 0xC1, 0xD0, 0xD1})
+_SIZE_COUNT = struct.Struct(">II")
 
 
-def decode(view: memoryview, position: int, depth: int = 0) -> tuple[object, int]:
+def decode(view: Buffer, position: int, depth: int = 0) -> tuple[object, int]:
     """The value encoded at ``position`` and where it ends."""
     if depth > _MAX_DEPTH:
         raise MalformedMessageError("values nested too deep")
@@ -73,7 +81,7 @@ def decode(view: memoryview, position: int, depth: int = 0) -> tuple[object, int
         raise MalformedMessageError("it ends inside a value") from None
 
 
-def _decode(view: memoryview, position: int, depth: int) -> tuple[object, int]:
+def _decode(view: Buffer, position: int, depth: int) -> tuple[object, int]:
     code = view[position]
     position += 1
     if code == 0xA1 or code == 0xA3:  # str8, sym8: most of what a message head holds
@@ -84,6 +92,8 @@ def _decode(view: memoryview, position: int, depth: int) -> tuple[object, int]:
             return str(view[position + 1 : end], "utf-8"), end
         except UnicodeDecodeError:
             raise MalformedMessageError("a string is not valid UTF-8") from None
+    if code in _COMPOUNDS:  # every section's value
+        return _compound(view, position, code, depth)
     fixed = _FIXED.get(code)
     if fixed is not None:
         value = fixed[1]
@@ -94,12 +104,10 @@ def _decode(view: memoryview, position: int, depth: int) -> tuple[object, int]:
         return (ulong(number) if layout[1] else number), position + layout[0].size
     if code in (0xA0, 0xA1, 0xA3, 0xB0, 0xB1, 0xB3):
         return _variable(view, position, code)
-    if code in (0xC0, 0xC1, 0xD0, 0xD1):
-        return _compound(view, position, code, depth)
     return _rare(view, position, code, depth)
 
 
-def _variable(view: memoryview, position: int, code: int) -> tuple[object, int]:
+def _variable(view: Buffer, position: int, code: int) -> tuple[object, int]:
     if code < 0xB0:
         size, start = view[position], position + 1
     else:
@@ -116,24 +124,20 @@ def _variable(view: memoryview, position: int, code: int) -> tuple[object, int]:
         raise MalformedMessageError("a string is not valid UTF-8") from None
 
 
-def _compound(view: memoryview, position: int, code: int, depth: int) -> tuple[object, int]:
+def _compound(view: Buffer, position: int, code: int, depth: int) -> tuple[object, int]:
     """A list or a map (part 1, 1.6.22-1.6.25): size, count, then the items."""
     if code in (0xC0, 0xC1):
         size, count, position = view[position], view[position + 1], position + 2
         end = position + size - 1
     else:
-        size = int.from_bytes(view[position : position + 4], "big")
-        count = int.from_bytes(view[position + 4 : position + 8], "big")
+        size, count = _SIZE_COUNT.unpack_from(view, position)
         position += 8
         end = position + size - 4
     if end > len(view) or count > size:
         raise MalformedMessageError("a list or map is longer than the message")
     if depth >= _MAX_DEPTH:
         raise MalformedMessageError("values nested too deep")
-    items: list[object] = []
-    for _ in range(count):
-        item, position = _decode(view, position, depth + 1)
-        items.append(item)
+    items, position = _items(view, position, count, depth + 1)
     if position != end:
         raise MalformedMessageError("a list or map does not match its size")
     if code in (0xC0, 0xD0):
@@ -146,7 +150,33 @@ def _compound(view: memoryview, position: int, code: int, depth: int) -> tuple[o
         raise MalformedMessageError("a map key is not a simple value") from None
 
 
-def _rare(view: memoryview, position: int, code: int, depth: int) -> tuple[object, int]:
+def _items(view: Buffer, position: int, count: int, depth: int) -> tuple[list[object], int]:
+    """A compound's items. Strings, symbols and nulls, most of what a message head holds, are
+    read here rather than through a call each: the same values and checks as ``_decode``."""
+    items: list[object] = []
+    append = items.append
+    limit = len(view)
+    for _ in range(count):
+        code = view[position]
+        if code == 0xA1 or code == 0xA3:
+            start = position + 2
+            position = start + view[position + 1]
+            if position > limit:
+                raise MalformedMessageError("it ends inside a value")
+            try:
+                append(str(view[start:position], "utf-8"))
+            except UnicodeDecodeError:
+                raise MalformedMessageError("a string is not valid UTF-8") from None
+        elif code == 0x40:
+            append(None)
+            position += 1
+        else:
+            item, position = _decode(view, position, depth)
+            append(item)
+    return items, position
+
+
+def _rare(view: Buffer, position: int, code: int, depth: int) -> tuple[object, int]:
     if code == 0x98:
         return uuid.UUID(bytes=bytes(view[position : position + 16])), position + 16
     if code == 0x73:
@@ -164,73 +194,3 @@ def _rare(view: memoryview, position: int, code: int, depth: int) -> tuple[objec
             raise MalformedMessageError("an array is longer than the message")
         return Unsupported("array"), end
     raise MalformedMessageError(f"unknown type constructor 0x{code:02x}")
-
-
-# --- encoding -------------------------------------------------------------------------------------
-# What the broker writes: the section values of ``mapping.message_tail``.  proton's ``Data`` would
-# do it too, at about three times the cost through its per-value C calls.
-
-_LONG = struct.Struct(">q")
-_ULONG = struct.Struct(">Q")
-_UINT = struct.Struct(">I")
-
-
-def encode(value: object) -> bytes:
-    """``value`` in the smallest AMQP encoding of its type: ``None``, ``bool``, proton's
-    ``symbol``, ``ulong``, ``uint``, ``byte`` and ``timestamp``, ``str``, ``bytes``, ``int``
-    (a long), ``uuid.UUID``, ``list`` and ``dict``."""
-    if isinstance(value, list):
-        return _compound_bytes(b"".join(map(encode, value)), len(value), 0xC0)
-    if isinstance(value, dict):
-        body = b"".join(encode(key) + encode(item) for key, item in value.items())
-        return _compound_bytes(body, 2 * len(value), 0xC1)
-    return _scalar(value)
-
-
-def _scalar(value: object) -> bytes:
-    if value is None:
-        return b"\x40"
-    if isinstance(value, str):
-        return _sized(value.encode(), 0xA3 if isinstance(value, symbol) else 0xA1)
-    if isinstance(value, bytes):
-        return _sized(value, 0xA0)
-    if isinstance(value, bool):
-        return b"\x41" if value else b"\x42"
-    if isinstance(value, int):
-        return _integer(value)
-    if isinstance(value, uuid.UUID):
-        return b"\x98" + value.bytes
-    raise TypeError(f"no AMQP encoding for {type(value).__name__}")
-
-
-def encode_section(descriptor: int, value: object) -> bytes:
-    return bytes((0x00, 0x53, descriptor)) + encode(value)
-
-
-def _integer(value: int) -> bytes:
-    if isinstance(value, ulong):
-        return bytes((0x53, value)) if value < 256 else b"\x80" + _ULONG.pack(value)
-    if isinstance(value, uint):
-        return bytes((0x52, value)) if value < 256 else b"\x70" + _UINT.pack(value)
-    if isinstance(value, byte):
-        return b"\x51" + value.to_bytes(1, "big", signed=True)
-    if isinstance(value, timestamp):
-        return b"\x83" + _LONG.pack(value)
-    if -128 <= value <= 127:
-        return b"\x55" + value.to_bytes(1, "big", signed=True)
-    return b"\x81" + _LONG.pack(value)
-
-
-def _sized(raw: bytes, small: int) -> bytes:
-    size = len(raw)
-    if size < 256:
-        return bytes((small, size)) + raw
-    return bytes((small + 0x10,)) + _UINT.pack(size) + raw
-
-
-def _compound_bytes(body: bytes, count: int, small: int) -> bytes:
-    if not count and small == 0xC0:
-        return b"\x45"
-    if len(body) + 1 < 256 and count < 256:
-        return bytes((small, len(body) + 1, count)) + body
-    return bytes((small + 0x10,)) + _UINT.pack(len(body) + 4) + _UINT.pack(count) + body

@@ -47,6 +47,7 @@ from ferrymq.core.message import (
 )
 from ferrymq.core.scheduler import DELAY
 from ferrymq.stomp import constants as h
+from ferrymq.util.text import is_decimal
 
 _MAX_UINT = 2**32 - 1
 T = TypeVar("T")
@@ -62,19 +63,20 @@ def message_from_amqp(
     non-fatal ``BrokerError`` for what the broker cannot accept; the adapter rejects that one
     delivery and keeps the link.
     """
-    parts = sections.split(encoded)
-    view = memoryview(encoded)
-    header = _list(view, parts.head.get(sections.HEADER), 5, "header")
-    fields = _list(view, parts.head.get(sections.PROPERTIES), 13, "properties")
-    annotations = _map(view, parts.head.get(sections.MESSAGE_ANNOTATIONS), "message-annotations")
+    parts = sections.split(encoded, decode)  # one pass: the head sections come decoded
+    values = parts.values
+    header = _as_list(values.get(sections.HEADER, _ABSENT), 5, "header")
+    fields = _as_list(values.get(sections.PROPERTIES, _ABSENT), 13, "properties")
+    annotations = _as_map(values.get(sections.MESSAGE_ANNOTATIONS), "message-annotations")
     payload, encoding = sections.payload(parts)
     properties = p.application_properties(
-        _map(view, parts.head.get(sections.APPLICATION_PROPERTIES), "application-properties")
+        _as_map(values.get(sections.APPLICATION_PROPERTIES), "application-properties")
     )
     producer_message_id = properties.pop(h.FERRYMQ_PRODUCER_MESSAGE_ID, None) or None
-    properties.update(_annotations(annotations, now_ms))
+    if annotations:
+        properties.update(_annotations(annotations, now_ms))
     if parts.footer_at >= 0:
-        footer = _map(view, parts.footer_at, "footer")
+        footer = _map(encoded, parts.footer_at, "footer")
         properties.update(p.prefixed(footer, p.FOOTER_PREFIX, "footer entry"))
     _properties_section(fields, properties, annotations.get(JMS_REPLY_TO))
     properties[sections.ORIGINAL_ENCODING] = str(encoding)
@@ -106,23 +108,35 @@ def _long(name: str, number: int) -> int:
         raise BrokerError(exc.message, fatal=False) from None
 
 
-def _list(view: memoryview, at: int | None, length: int, section: str) -> list[object]:
+_NO_MORE_FIELDS = [None] * 10
+"""The properties section's fields after ``to``, when the message has none of them."""
+_ABSENT = object()
+"""A section the message does not have (a list section may also hold null: not a list)."""
+
+
+def _list(view: bytes, at: int | None, length: int, section: str) -> list[object]:
     """A list section's fields, padded with None (trailing nulls may be left out)."""
-    if at is None:
+    return _as_list(_ABSENT if at is None else decode(view, at)[0], length, section)
+
+
+def _as_list(value: object, length: int, section: str) -> list[object]:
+    if value is _ABSENT:
         return [None] * length
-    value, _ = decode(view, at)
-    if not isinstance(value, list):
+    if type(value) is not list:
         raise sections.MalformedMessageError(f"the {section} section is not a list")
-    return value + [None] * (length - len(value))
+    if len(value) < length:
+        value.extend([None] * (length - len(value)))
+    return value
 
 
-def _map(view: memoryview, at: int | None, section: str) -> dict[object, object]:
-    if at is None:
-        return {}
-    value, _ = decode(view, at)
+def _map(view: bytes, at: int | None, section: str) -> dict[object, object]:
+    return _as_map(None if at is None else decode(view, at)[0], section)
+
+
+def _as_map(value: object, section: str) -> dict[object, object]:
     if value is None:
         return {}
-    if not isinstance(value, dict):
+    if type(value) is not dict:
         raise sections.MalformedMessageError(f"the {section} section is not a map")
     return value
 
@@ -167,6 +181,8 @@ def _properties_section(
     fields: list[object], properties: dict[str, str], reply_to_code: object
 ) -> None:
     """The properties section's fields as the STOMP headers ActiveMQ gives them."""
+    if fields[1] is None and fields[3:] == _NO_MORE_FIELDS:
+        return  # only message-id and to, which the caller reads (most producers send no more)
     user_id = _typed(fields, 1, bytes, "user-id")
     if user_id:
         try:
@@ -252,7 +268,7 @@ def message_tail(message: Message) -> bytes:
 
 def _body(message: Message, encoding: str | None) -> tuple[bytes, int | None]:
     """The body section(s), and the ``x-opt-jms-msg-type`` to add (None: keep the sender's)."""
-    if encoding is not None and encoding.isdigit():
+    if encoding is not None and is_decimal(encoding):
         original = sections.body_sections(message.body, int(encoding))
         if original is not None:
             return original, None
@@ -317,7 +333,7 @@ def _amqp_reply_to(reply_to: str | None, annotations: dict[symbol, object]) -> s
 def _group_sequence(properties: dict[str, str]) -> uint | None:
     """JMSXGroupSeq as group-sequence when it is a uint; otherwise it stays a property."""
     text = properties.get(GROUP_SEQ)
-    if text is None or not text.isdigit() or int(text) > _MAX_UINT:
+    if text is None or not is_decimal(text) or int(text) > _MAX_UINT:
         return None
     del properties[GROUP_SEQ]
     return uint(int(text))
@@ -327,7 +343,7 @@ def relay_destination(encoded: bytes) -> Destination:
     """Where a message sent on an anonymous-relay link (null target) goes: its ``to``, typed by
     ``x-opt-jms-dest`` when it is a plain name, as Qpid JMS's anonymous producer sends it."""
     parts = sections.split(encoded)
-    view = memoryview(encoded)
+    view = encoded
     fields = _list(view, parts.head.get(sections.PROPERTIES), 13, "properties")
     to = _typed(fields, 2, str, "to")
     if not to:

@@ -22,6 +22,7 @@ from ferrymq.adapters.amqp.errors import AmqpError
 from ferrymq.amqp import codes
 from ferrymq.core.errors import BrokerError
 from ferrymq.stomp import constants as h
+from ferrymq.util.text import is_decimal
 
 ID_ULONG = "ID:AMQP_ULONG:"
 ID_UUID = "ID:AMQP_UUID:"
@@ -96,7 +97,7 @@ def id_value(text: str) -> object:
             return text[len(prefix) :]
     rest = text[len(ID_ULONG) :]
     try:
-        if text.startswith(ID_ULONG) and rest.isdigit() and int(rest) <= _MAX_ULONG:
+        if text.startswith(ID_ULONG) and is_decimal(rest) and int(rest) <= _MAX_ULONG:
             return ulong(int(rest))
         if text.startswith(ID_UUID):
             return uuid.UUID(text[len(ID_UUID) :])
@@ -151,6 +152,12 @@ def application_properties(values: Mapping[object, object] | None) -> dict[str, 
                 fatal=False,
             )
         if name in RESERVED:
+            continue
+        if type(value) is str:  # the common types first, without the checks below
+            properties[name] = value
+            continue
+        if type(value) is int:
+            properties[name] = str(value)
             continue
         if isinstance(value, Mapping | list | tuple):
             raise AmqpError(

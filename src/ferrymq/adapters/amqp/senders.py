@@ -22,6 +22,7 @@ from ferrymq.adapters.amqp.base import AmqpSide, capabilities_of, data_object, r
 from ferrymq.adapters.amqp.errors import AmqpError
 from ferrymq.adapters.amqp.mapping import amqp_from_message, message_tail
 from ferrymq.amqp import codes
+from ferrymq.amqp.transfer import send_transfer
 from ferrymq.core.consumer import AckMode, Consumer
 from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Delivery
@@ -327,11 +328,7 @@ class Senders:
         if ack_id is not None:
             state.rendered += 1
         tag = ack_id if ack_id is not None else f"browse:{message.message_id}"
-        delivery = link.delivery(tag)
-        link.send(payload)
-        link.advance()
-        if presettle or state.presettled:
-            delivery.settle()
+        send_transfer(link, tag, payload, settle=presettle or state.presettled)
         return self.converter.engine.output()
 
 
