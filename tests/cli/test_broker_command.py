@@ -112,14 +112,18 @@ def test_a_slave_that_fails_to_take_over_exits_non_zero(tmp_path: Path) -> None:
 
 
 def test_broker_prints_where_it_listens_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    admin_port = free_port()
-    process = BrokerProcess(tmp_path / "data", extra_args=["--admin", f"127.0.0.1:{admin_port}"])
+    admin_port, amqp_port = free_port(), free_port()
+    listen = ["--listen", f"amqp://127.0.0.1:{amqp_port}"]
+    process = BrokerProcess(
+        tmp_path / "data", extra_args=[*listen, "--admin", f"127.0.0.1:{admin_port}"]
+    )
     # extra_args come last, so this --admin wins over the fixture's "off".
     with process:
         assert any(
             line.startswith(f"listening stomp://127.0.0.1:{process.port}")
             for line in process.output
         )
+        assert f"listening amqp://127.0.0.1:{amqp_port}\n" in process.output
         assert any(
             line.startswith(f"admin http://127.0.0.1:{admin_port}") for line in process.output
         )

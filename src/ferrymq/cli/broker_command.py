@@ -1,7 +1,8 @@
 """``ferrymq broker``: run a broker until SIGINT or SIGTERM.
 
-Prints one line per listener to standard output (``listening stomp://HOST:PORT``) and one for
-the admin API, so scripts and tests can find ports chosen with port 0.
+Prints one line per listener to standard output (``listening stomp://HOST:PORT``, or
+``listening amqp://HOST:PORT`` for an AMQP listener) and one for the admin API, so scripts and
+tests can find ports chosen with port 0.
 
 Exit status: 0 after a stop by SIGINT or SIGTERM; 1 when the broker cannot start or ends because
 of a failure (its store failed, its role loop failed, shutdownOnSlaveFailure or
@@ -196,8 +197,9 @@ async def _announce(broker: Broker, name: str) -> None:
             print(f"admin {broker.admin.url}", flush=True)
             admin_told = True
         if role.serving:
-            for url in broker.stomp_urls:
-                print(f"listening stomp://{url.removeprefix('tcp://')}", flush=True)
+            for connector, listener in broker.service.served:
+                protocol = "amqp" if connector.scheme.lower().startswith("amqp") else "stomp"
+                print(f"listening {protocol}://{listener.host}:{listener.port}", flush=True)
             print(f"broker {name} started", flush=True)
         elif role is Role.WAITING:
             lock = broker.locker.status().resource if broker.locker is not None else "?"
