@@ -21,9 +21,10 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	touch $(RUN_STAMP)
 
-## Run a broker on the embedded default store: STOMP on 127.0.0.1:61613, admin on 127.0.0.1:8161.
+## Run a broker on the embedded default store: STOMP on 127.0.0.1:61613, AMQP 1.0 on
+## 127.0.0.1:5672, admin on 127.0.0.1:8161.
 run: $(RUN_STAMP)
-	$(BIN)/ferrymq broker --data ./data
+	$(BIN)/ferrymq broker --data ./data --listen stomp://127.0.0.1:61613 --listen amqp://127.0.0.1:5672
 
 ## Install everything and run the whole suite: lint, types, tests.
 test: system-deps $(STAMP) lint typecheck unit

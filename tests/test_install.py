@@ -126,4 +126,5 @@ def test_make_run_installs_the_base_and_make_test_everything() -> None:
     assert "pip install --quiet -e ." in run
     assert "[dev]" not in run
     assert "ferrymq broker" in run
+    assert "--listen amqp://127.0.0.1:5672" in run  # AMQP as easy to try as STOMP
     assert "-e '.[dev]'" in _make_dry_run("unit")
