@@ -168,6 +168,7 @@ class AmqpConverter:
                     work.append(make(event))
         connection = self.connection
         connection.run(work)
+        self.receivers.accept_durable()
         unreadable = engine.close_if_unreadable()
         self.flush()
         if unreadable or not readable or engine.finished:
@@ -211,9 +212,10 @@ class AmqpConverter:
 
     def _carry_out(self, work: object) -> bool:
         """One request; True when flow control (or a login being checked) holds it back."""
+        if type(work) is Transfer:
+            return self.receivers.transfer(work)
+        self.receivers.accept_durable()  # what the client sent before this is answered first
         match work:
-            case Transfer():
-                return self.receivers.transfer(work)
             case Settled(delivery=delivery):
                 self.senders.settled(delivery)
             case Credit(link=link):

@@ -63,6 +63,8 @@ class Receivers:
         self._over_credit: set[IncomingDelivery] = set()
         """Transfers the client sent without credit: their link closes when their turn comes."""
         self._flush_due = False
+        self._durable: list[IncomingDelivery] = []
+        """Stored messages whose ``accepted`` waits for ``accept_durable``."""
 
     def attach(self, link: proton.Link) -> None:
         target = link.remote_target
@@ -187,6 +189,7 @@ class Receivers:
     def _end_link(
         self, link: proton.Link, delivery: IncomingDelivery, condition: str, message: str
     ) -> None:
+        self.accept_durable()  # what was taken before is answered before the close
         self.forget(link)
         if not delivery.partial:
             delivery.settle()
@@ -220,6 +223,7 @@ class Receivers:
             return
         self._over_credit.discard(delivery)
         delivery.settle()
+        self.accept_durable()  # the messages sent within credit are answered before the close
         raise AmqpError(
             codes.TRANSFER_LIMIT_EXCEEDED,
             f"transfer {delivery.tag!r} on link {delivery.link.name!r} was sent without link "
@@ -274,6 +278,11 @@ class Receivers:
             delivery.settle()
             self._flush_soon()
             return
+        if needs_commit and transaction is None:
+            if not self._durable:
+                asyncio.get_running_loop().call_soon(self.accept_durable)
+            self._durable.append(delivery)
+            return
         if transaction is not None:
             accepted = proton.Described(proton.ulong(codes.ACCEPTED), [])
             set_local_state(
@@ -286,6 +295,20 @@ class Receivers:
             self.converter.flush(needs_commit=True)
         else:
             self._flush_soon()
+
+    def accept_durable(self) -> None:
+        """Accept the stored messages held so far, together: their dispositions leave as one
+        range that waits for the group commit, not a frame and a commit wait per message. The
+        converter calls this before any other request (a detach must not overtake them) and at
+        the end of each read; the loop turn calls it for work resumed outside a read."""
+        held, self._durable = self._durable, []
+        if not held:
+            return
+        accepted = proton.Delivery.ACCEPTED
+        for delivery in held:
+            delivery.update(accepted)
+            delivery.settle()
+        self.converter.flush(needs_commit=True)
 
     def _flush_soon(self) -> None:
         """A disposition that waits for no commit leaves with the others of this read (the
