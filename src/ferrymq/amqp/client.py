@@ -100,23 +100,11 @@ class ClientEngine:
             max_frame_size=MAX_FRAME_SIZE,
             idle_timeout_ms=round(idle_timeout_s * 1000),
             container_id=container_id,
+            hostname=hostname,
+            login=(user, password or "") if user is not None else None,
         )
         self._connection = self._engine.connection
-        self._connection.hostname = hostname
         self._transport = self._engine.transport
-        sasl = self._transport.sasl()
-        if user is not None:
-            sasl.allowed_mechs("PLAIN")
-            # proton keeps PLAIN for encrypted connections unless told otherwise; TLS here is
-            # asyncio's, below proton, and STOMP's CONNECT carries the passcode the same way.
-            sasl.allow_insecure_mechs = True
-            self._connection.user = user
-            self._connection.password = password or ""
-            # proton reads the credentials when a transport is bound: bind again to pass them.
-            self._transport.unbind()
-            self._transport.bind(self._connection)
-        else:
-            sasl.allowed_mechs("ANONYMOUS")
         self._session = self._connection.session()
         self._senders: dict[str, Sender] = {}
         """Address -> its sender link."""

@@ -36,7 +36,11 @@ class Engine:
         max_frame_size: int,
         idle_timeout_ms: int,
         container_id: str,
+        hostname: str | None = None,
+        login: tuple[str, str] | None = None,
     ) -> None:
+        """``hostname`` and ``login`` are a client's: its open's hostname, and SASL PLAIN's
+        user and password (None: ANONYMOUS). A server does its own SASL (``amqp.sasl``)."""
         self.connection = proton.Connection()
         self.connection.container = container_id
         self.collector = proton.Collector()
@@ -45,7 +49,22 @@ class Engine:
         self.transport.max_frame_size = max_frame_size
         if idle_timeout_ms:
             self.transport.idle_timeout = idle_timeout_ms / 1000
-        self.transport.bind(self.connection)
+        if not server:
+            self._client_sasl(hostname, login)
+        self.transport.bind(self.connection)  # proton reads the credentials here
+
+    def _client_sasl(self, hostname: str | None, login: tuple[str, str] | None) -> None:
+        if hostname is not None:
+            self.connection.hostname = hostname
+        sasl = self.transport.sasl()
+        if login is None:
+            sasl.allowed_mechs("ANONYMOUS")
+            return
+        sasl.allowed_mechs("PLAIN")
+        # proton keeps PLAIN for encrypted connections unless told otherwise; TLS here is
+        # asyncio's, below proton, and STOMP's CONNECT carries its passcode the same way.
+        sasl.allow_insecure_mechs = True
+        self.connection.user, self.connection.password = login
 
     def push(self, data: bytes) -> bool:
         """Hand proton what the socket read; False once proton reads no more (it closed)."""

@@ -203,28 +203,17 @@ class AmqpWire(asyncio.Protocol):
 
 
 def _engine(endpoint: Endpoint) -> Engine:
+    login = endpoint.login
     engine = Engine(
         server=False,
         max_frame_size=MAX_FRAME_SIZE,
         idle_timeout_ms=0,
         container_id=f"ferrymq-bench-{secrets.token_hex(6)}",
+        hostname=endpoint.host,
+        login=(login, endpoint.passcode or "") if login is not None else None,
     )
     # No events: the workers look at the links themselves (see the module docstring).
     engine.collector.release()
-    connection = engine.connection
-    connection.hostname = endpoint.host
-    sasl = engine.transport.sasl()
-    if endpoint.login is not None:
-        sasl.allowed_mechs("PLAIN")
-        sasl.allow_insecure_mechs = True
-        connection.user = endpoint.login
-        connection.password = endpoint.passcode or ""
-        # proton hands the connection's user and password to SASL when the transport is bound,
-        # which ``Engine`` did already: bind again (nothing was read or written yet).
-        engine.transport.unbind()
-        engine.transport.bind(connection)
-    else:
-        sasl.allowed_mechs("ANONYMOUS")
     return engine
 
 
