@@ -21,11 +21,11 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import ssl
 from collections.abc import Callable
 from dataclasses import replace
 
 from ferrymq.amqp.client import ClientEngine, Closed, EngineEvent, Opened
+from ferrymq.client import sockets
 from ferrymq.client.amqp_session import AmqpSession
 from ferrymq.client.commands import (
     Abort,
@@ -44,7 +44,6 @@ from ferrymq.client.errors import (
     UsageError,
 )
 from ferrymq.client.tcp_options import TcpOptions, tcp_options
-from ferrymq.client.tls import handshake_failure
 from ferrymq.client.transport import BrokerEvent, TransportListener, TransportStatistics
 from ferrymq.stomp.events import Connected
 from ferrymq.util.uri import URI
@@ -136,24 +135,14 @@ class AmqpTransport:
 
     async def preconnect(self) -> None:
         """Open the socket only (a failover standby); ``open`` then speaks AMQP on it."""
-        try:
-            async with asyncio.timeout(self._info.connect_timeout_s):
-                await self._connect_socket()
-        except TimeoutError:
-            self._drop_socket()
-            raise ConnectFailedError("timed out opening the connection", url=self._url) from None
-        except OSError as exc:
-            self._drop_socket()
-            raise ConnectFailedError(exc.strerror or str(exc), url=self._url) from exc
+        self._reader, self._writer = await sockets.preconnect(
+            self._url, self._host, self._port, self._options, self._info.connect_timeout_s
+        )
 
     async def _connect_socket(self) -> None:
-        async with asyncio.timeout(self._options.connection_timeout_s):
-            try:
-                self._reader, self._writer = await asyncio.open_connection(
-                    self._host, self._port, ssl=self._options.ssl_context
-                )
-            except ssl.SSLError as exc:
-                raise OSError(0, handshake_failure(exc)) from exc
+        self._reader, self._writer = await sockets.open_socket(
+            self._host, self._port, self._options
+        )
 
     async def open(self, listener: TransportListener) -> Connected:
         if self._listener is not None:

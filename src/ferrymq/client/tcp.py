@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
-import ssl
 from dataclasses import replace
 from typing import cast
 
+from ferrymq.client import sockets
 from ferrymq.client.commands import Command, ConnectionInfo, encode_command
 from ferrymq.client.errors import (
     BrokerErrorFrame,
@@ -26,7 +25,6 @@ from ferrymq.client.errors import (
     UsageError,
 )
 from ferrymq.client.tcp_options import TcpOptions, tcp_options
-from ferrymq.client.tls import handshake_failure
 from ferrymq.client.transport import TransportListener, TransportStatistics
 from ferrymq.stomp.client import ClientSession
 from ferrymq.stomp.encoder import HEARTBEAT_BYTES
@@ -101,31 +99,14 @@ class TcpTransport:
         once: the broker closes such a socket after its connect timeout (30 s)."""
         if self._writer is not None:
             raise UsageError("already connected")
-        try:
-            async with asyncio.timeout(self._info.connect_timeout_s):
-                await self._connect_socket()
-        except TimeoutError:
-            self._drop_socket()
-            raise ConnectFailedError(
-                "timed out opening the TCP connection", url=self._url
-            ) from None
-        except OSError as exc:
-            self._drop_socket()
-            reason = exc.strerror or str(exc) or type(exc).__name__
-            raise ConnectFailedError(reason, url=self._url) from exc
+        self._reader, self._writer = await sockets.preconnect(
+            self._url, self._host, self._port, self._options, self._info.connect_timeout_s
+        )
 
     async def _connect_socket(self) -> None:
-        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that arrives
-        # as the connection completes, and a cancelled standby keeper then never ended.
-        async with asyncio.timeout(self._options.connection_timeout_s):
-            try:
-                reader, writer = await asyncio.open_connection(
-                    self._host, self._port, ssl=self._options.ssl_context
-                )
-            except ssl.SSLError as exc:
-                raise OSError(0, handshake_failure(exc)) from exc
-        self._reader, self._writer = reader, writer
-        self._configure_socket()
+        self._reader, self._writer = await sockets.open_socket(
+            self._host, self._port, self._options
+        )
 
     async def open(self, listener: TransportListener) -> Connected:
         if self._listener is not None:
@@ -171,15 +152,6 @@ class TcpTransport:
         self._heart_beat.start()
         self._runner = loop.create_task(self._run(), name=f"ferrymq-client {self._url}")
         return connected
-
-    def _configure_socket(self) -> None:
-        assert self._writer is not None
-        sock = self._writer.get_extra_info("socket")
-        if sock is None:
-            return
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, int(self._options.tcp_no_delay))
-        if self._options.keep_alive:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
 
     async def _handshake(self) -> Connected:
         assert self._reader is not None
