@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrymq.config.bridge import JmsConnectorConfig
+from ferrymq.config.broker_connections import AmqpConnectionConfig
 from ferrymq.config.errors import Location
 from ferrymq.config.network import NetworkConnectorConfig
 from ferrymq.config.persistence import KahaDBConfig, PersistenceConfig
@@ -304,6 +305,9 @@ class BrokerConfig:
     """Pure master/slave: `<services><masterConnector>` and the broker attributes."""
     jms_bridge_connectors: tuple[JmsConnectorConfig, ...] = ()
     """`<jmsBridgeConnectors>`, in file order."""
+    broker_connections: tuple[AmqpConnectionConfig, ...] = ()
+    """Artemis's `<broker-connections>` (broker.xml, or FerryMQ's extension of activemq.xml):
+    AMQP connections this broker opens (mirror, sender, receiver, peer, federation)."""
     management_context: ManagementContextConfig | None = None
     """`<managementContext>`, if given (JMX; not supported)."""
     admin: AdminConfig = field(default_factory=AdminConfig)

@@ -1,0 +1,208 @@
+"""The broker-connections slice: Artemis's `<broker-connections><amqp-connection>` and its children.
+
+The same model comes from an Artemis broker.xml (`<configuration><core><broker-connections>`)
+and from FerryMQ's extension of activemq.xml (`<broker><broker-connections>`). Names and
+defaults are the ActiveMQ Artemis manual's ("Broker Connections") and its schema
+(`artemis-configuration.xsd`, type `amqp-connectionUriType`); durations are milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ferrymq.config.errors import Location
+
+__all__ = [
+    "MIRROR_QUEUE_PREFIX",
+    "AddressFilter",
+    "AmqpConnectionConfig",
+    "BrokerConnectionElement",
+    "FederationAddressPolicy",
+    "FederationConfig",
+    "FederationMatch",
+    "FederationQueuePolicy",
+    "MirrorConfig",
+    "PeerConfig",
+    "ReceiverConfig",
+    "SenderConfig",
+]
+
+MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"
+"""The store-and-forward queue of a mirror is this prefix plus the connection's name."""
+
+
+@dataclass(frozen=True)
+class AddressFilter:
+    """A mirror's `address-filter`: comma-separated prefixes, `!` marks an exclusion.
+
+    An address matches when no exclusion is a prefix of it and, if there are inclusions, one
+    of them is (prefix match only: no wildcards, no word boundaries; exclusion wins).
+    """
+
+    includes: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, text: str | None) -> AddressFilter:
+        includes: list[str] = []
+        excludes: list[str] = []
+        for raw in (text or "").split(","):
+            entry = raw.strip()
+            if entry.startswith("!"):
+                if entry[1:]:
+                    excludes.append(entry[1:])
+            elif entry:
+                includes.append(entry)
+        return cls(tuple(includes), tuple(excludes))
+
+    def matches(self, address: str) -> bool:
+        if any(address.startswith(prefix) for prefix in self.excludes):
+            return False
+        return not self.includes or any(address.startswith(prefix) for prefix in self.includes)
+
+    def __str__(self) -> str:
+        return ",".join([*self.includes, *(f"!{e}" for e in self.excludes)])
+
+
+@dataclass(frozen=True)
+class MirrorConfig:
+    """`<mirror>`: reproduce sends, acks and queue/address events on the target."""
+
+    message_acknowledgements: bool = True
+    """`message-acknowledgements`: mirror acks. Default true."""
+    queue_creation: bool = True
+    """`queue-creation`: mirror address and queue creation. Default true."""
+    queue_removal: bool = True
+    """`queue-removal`: mirror address and queue deletion. Default true."""
+    durable: bool = True
+    """`durable`: the mirror queue is durable. Default true."""
+    sync: bool = False
+    """`sync`: a client's blocking operation (send receipt, ack, commit) waits until the
+    target durably applied its event. Default false."""
+    address_filter: AddressFilter = field(default_factory=AddressFilter)
+    """`address-filter`. Default: every address."""
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class SenderConfig:
+    """`<sender>`: each matching local queue is consumed and sent to the remote endpoint (to
+    the queue's address), acknowledged locally only after the remote settled."""
+
+    address_match: str | None = None
+    """`address-match`: Artemis wildcards (`.` delimiter, `#` any words, `*` one word)."""
+    queue_name: str | None = None
+    """`queue-name`: one local queue by name."""
+    name: str | None = None
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ReceiverConfig:
+    """`<receiver>`: for each matching local queue that exists, messages are pulled from the
+    remote endpoint's address of the same name and routed to it locally."""
+
+    address_match: str | None = None
+    queue_name: str | None = None
+    name: str | None = None
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    """`<peer>`: a sender and a receiver per matching queue, as a router's waypoint
+    (capability `qd.waypoint`, Apache Qpid Dispatch Router)."""
+
+    address_match: str | None = None
+    queue_name: str | None = None
+    name: str | None = None
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class FederationMatch:
+    """An `<include>` or `<exclude>` of a federation policy (Artemis wildcards)."""
+
+    address_match: str = "#"
+    queue_match: str | None = None
+    """Queue policies only."""
+
+
+@dataclass(frozen=True)
+class FederationAddressPolicy:
+    """`<local-address-policy>` / `<remote-address-policy>`."""
+
+    name: str
+    includes: tuple[FederationMatch, ...] = ()
+    """Empty: every address."""
+    excludes: tuple[FederationMatch, ...] = ()
+    max_hops: int = 0
+    """`max-hops`: 0 is no limit."""
+    auto_delete: bool = False
+    auto_delete_delay_ms: int = 0
+    auto_delete_message_count: int = 0
+    enable_divert_bindings: bool = False
+    properties: tuple[tuple[str, str], ...] = ()
+    """`<property key value/>` children, in file order."""
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class FederationQueuePolicy:
+    """`<local-queue-policy>` / `<remote-queue-policy>`."""
+
+    name: str
+    includes: tuple[FederationMatch, ...] = ()
+    excludes: tuple[FederationMatch, ...] = ()
+    priority_adjustment: int = -1
+    """`priority-adjustment`: added to a federation consumer's priority. Default -1."""
+    include_federated: bool = False
+    """`include-federated`: federation consumers count as demand. Default false."""
+    properties: tuple[tuple[str, str], ...] = ()
+    location: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class FederationConfig:
+    """`<federation>`: demand-driven receivers, local policies here, remote ones sent over."""
+
+    local_address_policies: tuple[FederationAddressPolicy, ...] = ()
+    remote_address_policies: tuple[FederationAddressPolicy, ...] = ()
+    local_queue_policies: tuple[FederationQueuePolicy, ...] = ()
+    remote_queue_policies: tuple[FederationQueuePolicy, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    location: Location | None = field(default=None, compare=False)
+
+
+BrokerConnectionElement = (
+    MirrorConfig | SenderConfig | ReceiverConfig | PeerConfig | FederationConfig
+)
+
+
+@dataclass(frozen=True)
+class AmqpConnectionConfig:
+    """`<amqp-connection>`: a connection this broker opens to another AMQP 1.0 endpoint."""
+
+    name: str
+    """`name`: for management; names the mirror queue. Required."""
+    uri: str = field(repr=False)  # may hold a password
+    """`uri` as written: `tcp://A:5672?opts#tcp://B:5672,C:5672` (alternates after `#`)."""
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+    retry_interval_ms: int = 5000
+    """`retry-interval`: fixed wait between attempts. Default 5000."""
+    reconnect_attempts: int = -1
+    """`reconnect-attempts`: retries after the first attempt; -1 is forever. Default -1."""
+    auto_start: bool = True
+    """`auto-start`: false waits for the admin API's start. Default true."""
+    elements: tuple[BrokerConnectionElement, ...] = ()
+    """Children in file order."""
+    location: Location | None = field(default=None, compare=False)
+
+    @property
+    def mirror(self) -> MirrorConfig | None:
+        return next((e for e in self.elements if isinstance(e, MirrorConfig)), None)
+
+    @property
+    def mirror_queue(self) -> str:
+        return MIRROR_QUEUE_PREFIX + self.name
