@@ -59,6 +59,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "admin": frozenset({"core", "config", "security", "util"}),
     "bench": frozenset({"stomp", "amqp", "util", "client"}),
     "network": frozenset({"client", "config", "stomp", "util", "core.destination"}),
+    # Artemis's broker connections: AMQP in client mode to the remote, the client library
+    # (vm://) to their own broker, as a network bridge does.
+    "connections": frozenset({"amqp", "client", "config", "stomp", "util", "core.destination"}),
     "discovery": frozenset({"client", "util"}),
     "spark": frozenset({"client", "stomp", "util"}),
     # Lockers (shared file, database lease) and the slave side of pure master/slave, which
@@ -74,6 +77,7 @@ ALLOWED: dict[str, frozenset[str]] = {
             "admin_view",
             "config",
             "discovery",
+            "connections",
             "ha",
             "network",
             "security",
