@@ -20,7 +20,7 @@ PROPERTIES = {"broker-name": "fabricBroker", "data": "/var/fabric/data"}
 """Values for the fabric examples' `${broker-name}` and `${data}` (seed 001 section 10.3)."""
 
 NOT_BROKER = "not a broker configuration (Camel, seed 001 chapter 10)"
-ARTEMIS = "ActiveMQ Artemis broker.xml (seed 004): broker connections are not supported yet"
+ARTEMIS = "ActiveMQ Artemis broker.xml (seed 004): a fragment of <configuration><core>"
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,7 @@ CASES = [
     # Seed 003: the Master/Slave chapter.
     Case("003", 48, "section file locking requirements", _KAHA_5000),
     Case("003", 75, "Example 3.1 shared file system, damaged", _KAHA_LOCKER),
-    # Seed 004: the ActiveMQ Artemis manual, Broker Connections (broker.xml, another issue).
+    # Seed 004: the ActiveMQ Artemis manual, Broker Connections (broker.xml fragments).
     *(Case("004", line, label, rejected=ARTEMIS) for line, label in (
         (16, "broker-connections element"), (27, "AMQP server connection"),
         (78, "alternate hosts"), (139, "mirror"), (150, "dual mirror, broker A"),

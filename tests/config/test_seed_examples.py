@@ -1,6 +1,6 @@
 """Every activemq.xml example in seeds 000-003 loads, with the values the seed gives it, and
-every ActiveMQ Artemis broker.xml example of seed 004 is refused with an error that names its
-element and says it is not supported yet (issue 15, item 8).
+every ActiveMQ Artemis broker.xml example of seed 004 loads inside `<configuration><core>`
+(issue 15, item 8; issue 18).
 
 `CASES` names each example found by `seed_xml.extract_examples` by seed, example or figure number
 (or section, when the seed gives none) and line, and spot-checks the model values that example is
@@ -114,16 +114,20 @@ def test_camel_examples_are_not_broker_configurations(case: Case) -> None:
     [c for c in CASES if c.rejected == ARTEMIS],
     ids=lambda c: f"seed{c.seed}-line{c.line}-{c.label}",
 )
-def test_artemis_examples_are_refused_naming_the_element(case: Case) -> None:
-    """Seed 004's broker.xml fragments are another issue's: refused, saying what and why."""
+def test_artemis_examples_load_inside_core(case: Case) -> None:
+    """Seed 004's broker.xml fragments load where a user pastes them, inside
+    `<configuration><core>` (issue 18; tests/config/test_artemis_examples.py checks their
+    values); given bare, the error says where they belong."""
     example = EXAMPLES[case.seed, case.line]
+    text = normalise(example.text).replace("HOST:PORT", "127.0.0.1:5672")
     with pytest.raises(ConfigError) as caught:
-        parse_config(normalise(example.text), "broker.xml")
+        parse_config(text, "broker.xml")
     root = re.match(r"\s*<([\w-]+)", example.text)
     assert root is not None
     assert caught.value.element.startswith(f"<{root.group(1)}")
-    assert "ActiveMQ Artemis's broker.xml, which FerryMQ does not read yet" in str(caught.value)
-    assert "not supported yet" in str(caught.value)
+    assert "put it inside <configuration><core>" in str(caught.value)
+    config = parse_config(f"<configuration><core>{text}</core></configuration>", "broker.xml")
+    assert config.broker_name == "localhost"
 
 
 def test_seed003_example_3_1_is_seed000_example_3_1_with_lines_lost() -> None:

@@ -39,7 +39,9 @@ def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "broker", help="run a broker", description="Run a FerryMQ broker until SIGINT/SIGTERM."
     )
-    parser.add_argument("--config", type=Path, help="an activemq.xml configuration file")
+    parser.add_argument(
+        "--config", type=Path, help="an activemq.xml (or ActiveMQ Artemis broker.xml) file"
+    )
     parser.add_argument("--name", help="broker name (default: the file's, else localhost)")
     parser.add_argument("--broker-id", help="broker id (default: generated at each start)")
     parser.add_argument("--data", type=Path, help="data directory (default: ./data)")

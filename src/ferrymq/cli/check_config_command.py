@@ -19,7 +19,7 @@ from ferrymq.config.activemq_xml import CheckResult, check_config
 def add_parser(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "check-config",
-        help="list every error and ignored setting of an activemq.xml file",
+        help="list every error and ignored setting of an activemq.xml or broker.xml file",
         description=(
             "Read an activemq.xml file as `ferrymq broker --config` would and list every "
             "problem at once: errors (the broker would not start) and settings it ignores. "

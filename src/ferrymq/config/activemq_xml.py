@@ -1,7 +1,8 @@
 """Loading ActiveMQ's activemq.xml dialect into a `BrokerConfig`.
 
 Accepted documents: a Spring `<beans>` root holding one `<broker>` (any namespace prefix) plus
-`<bean>` definitions, or a bare `<broker>` root. Children may come in any order (ActiveMQ's schema
+`<bean>` definitions, or a bare `<broker>` root; a `<configuration>` root is ActiveMQ Artemis's
+broker.xml (`artemis_xml`). Children may come in any order (ActiveMQ's schema
 wanted them alphabetical). Spring `${name}` placeholders are resolved from the files that
 placeholder configurer beans list (`placeholders`) and from the properties given;
 `activemq.base`, `activemq.home` and `activemq.conf` default to the file's directory and
@@ -21,6 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from ferrymq.config.artemis_xml import ARTEMIS_FRAGMENTS, read_broker_xml
+from ferrymq.config.broker_connections import AmqpConnectionConfig
 from ferrymq.config.errors import ConfigError
 from ferrymq.config.model import (
     BrokerConfig,
@@ -42,6 +45,10 @@ from ferrymq.config.spring import (
     register_bean,
 )
 from ferrymq.config.xml_bridge import read_jms_bridge_connectors
+from ferrymq.config.xml_broker_connections import (
+    check_sender_receiver_loops,
+    read_broker_connections,
+)
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext, read_document
 from ferrymq.config.xml_network import read_network_connectors
 from ferrymq.config.xml_persistence import read_persistence_adapter, read_persistence_factory
@@ -67,21 +74,8 @@ _BROKER_CHILDREN = {
     "shutdownHooks",
     "persistenceFactory",
     "sslContext",
+    "broker-connections",  # FerryMQ: Artemis's AMQP broker connections (docs/artemis-config.md)
 }
-_ARTEMIS_ROOTS = frozenset(
-    {
-        "configuration",
-        "core",
-        "broker-connections",
-        "broker-connection",
-        "addresses",
-        "address-settings",
-        "acceptors",
-        "connectors",
-        "security-settings",
-    }
-)
-"""Elements of ActiveMQ Artemis's broker.xml, as the root of what was given."""
 _JETTY_IMPORT = re.compile(r"(.*/)?jetty[\w-]*\.xml")
 _CAMEL_IMPORT = re.compile(r"(.*/)?camel[\w-]*\.xml")
 
@@ -175,10 +169,14 @@ def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
     elif root.name == "beans":
         broker, beans = _beans(context, root, ignored)
         _section(context, lambda: read_placeholder_files(context, beans, ignored), None)
-    elif root.name in _ARTEMIS_ROOTS:
+    elif root.name in ("configuration", "core"):  # ActiveMQ Artemis's broker.xml
+        config = read_broker_xml(context, root)
+        ordered = tuple(sorted(context.ignored, key=lambda i: i.location.line or 0))
+        return replace(config, ignored=ordered)
+    elif root.name in ARTEMIS_FRAGMENTS:
         message = (
-            "this is ActiveMQ Artemis's broker.xml, which FerryMQ does not read yet (Artemis "
-            "broker connections are not supported yet); FerryMQ reads ActiveMQ 5.x's activemq.xml"
+            f"<{root.name}> is a part of ActiveMQ Artemis's broker.xml: put it inside "
+            "<configuration><core>...</core></configuration> (docs/artemis-config.md)"
         )
         raise context.error(root, message)
     else:
@@ -305,6 +303,7 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         jms_bridge_connectors=tuple(
             _read(context, parts, "jmsBridgeConnectors", read_jms_bridge_connectors, [])
         ),
+        broker_connections=_broker_connections(context, parts),
         management_context=_section(
             context, lambda: read_management_context(context, parts.get("managementContext")), None
         ),
@@ -327,6 +326,17 @@ def _read(
     if name not in parts:
         return default
     return _section(context, lambda: read(context, parts[name]), default)
+
+
+def _broker_connections(
+    context: LoadContext, parts: Mapping[str, Element]
+) -> tuple[AmqpConnectionConfig, ...]:
+    """FerryMQ's extension: Artemis's `<broker-connections>` inside `<broker>`; a queue's
+    address is its name (activemq.xml has no addresses)."""
+    none: list[AmqpConnectionConfig] = []
+    found = tuple(_read(context, parts, "broker-connections", read_broker_connections, none))
+    _section(context, lambda: check_sender_receiver_loops(context, found, str), None)
+    return found
 
 
 def _persistence(

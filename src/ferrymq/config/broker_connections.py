@@ -8,6 +8,7 @@ defaults are the ActiveMQ Artemis manual's ("Broker Connections") and its schema
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ferrymq.config.errors import Location
@@ -25,10 +26,46 @@ __all__ = [
     "PeerConfig",
     "ReceiverConfig",
     "SenderConfig",
+    "connection_endpoints",
 ]
 
 MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"
 """The store-and-forward queue of a mirror is this prefix plus the connection's name."""
+
+CONNECTION_SCHEMES = ("tcp", "amqp", "amqps")
+"""Schemes of an `amqp-connection` URI (`amqps` and the `sslEnabled=true` option mean TLS)."""
+_ENDPOINT = re.compile(
+    r"(?:(?P<scheme>[A-Za-z][\w+.-]*)://)?(?P<host>\[[^\]]+\]|[^:/?#\[\]\s]+)"
+    r":(?P<port>\d+)/?(?:\?(?P<query>[^#]*))?"
+)
+
+
+def connection_endpoints(uri: str) -> tuple[str, ...]:
+    """The hosts an `amqp-connection` tries, each as a whole URI: the primary, then the
+    alternates listed after `#` (Artemis manual, "Reconnecting and Failover"). An alternate
+    without a scheme takes the primary's (`tcp://A:5672#B:5672` gives `tcp://A:5672` and
+    `tcp://B:5672`); URI options stay with the host they follow. Raises ValueError saying
+    what is wrong."""
+    primary, _, alternates = uri.partition("#")
+    hosts = [primary, *(alternates.split(",") if alternates else ())]
+    endpoints: list[str] = []
+    primary_scheme = ""
+    for index, text in enumerate(hosts):
+        match = _ENDPOINT.fullmatch(text.strip())
+        if match is None or (index == 0 and match.group("scheme") is None):
+            what = "the URI" if index == 0 else f"alternate {text.strip()!r}"
+            raise ValueError(f"{what} is not scheme://host:port[?options] (e.g. tcp://HOST:5672)")
+        scheme = (match.group("scheme") or primary_scheme).lower()
+        primary_scheme = primary_scheme or scheme
+        if scheme not in CONNECTION_SCHEMES:
+            served = ", ".join(f"{s}://" for s in CONNECTION_SCHEMES)
+            raise ValueError(f"scheme {scheme}:// is not supported (expected {served})")
+        if int(match.group("port")) > 65535:
+            raise ValueError(f"port {match.group('port')} is out of range (1-65535)")
+        query = match.group("query")
+        rest = f"{match.group('host')}:{match.group('port')}"
+        endpoints.append(f"{scheme}://{rest}" + (f"?{query}" if query else ""))
+    return tuple(endpoints)
 
 
 @dataclass(frozen=True)

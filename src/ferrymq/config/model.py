@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from ferrymq.config.bridge import JmsConnectorConfig
 from ferrymq.config.broker_connections import AmqpConnectionConfig
@@ -30,6 +31,7 @@ __all__ = [
     "MasterConnectorConfig",
     "MessageTraceConfig",
     "ServicesConfig",
+    "StartupDestination",
     "StompLimitsConfig",
     "SystemUsageConfig",
     "TransportConnectorConfig",
@@ -237,6 +239,27 @@ class MessageTraceConfig:
 
 
 @dataclass(frozen=True)
+class StartupDestination:
+    """A destination the broker creates when it starts (Artemis's `<addresses>` in broker.xml),
+    so that it exists before any client uses it: a queue, or a topic with the durable
+    subscriptions it keeps while nobody is subscribed (docs/artemis-config.md)."""
+
+    kind: Literal["queue", "topic"]
+    name: str
+    """The queue's or topic's name (an anycast `<queue name>`, a multicast `<address name>`)."""
+    address: str | None = None
+    """The Artemis `<address name>` a queue was declared under (equal to `name` as the manual
+    recommends, or not): what a broker connection's `address-match` matches. None: `name`."""
+    subscriptions: tuple[tuple[str, str], ...] = ()
+    """A topic's durable subscriptions as (client id, subscription name)."""
+    location: Location | None = field(default=None, compare=False)
+
+    @property
+    def matched_address(self) -> str:
+        return self.address if self.address is not None else self.name
+
+
+@dataclass(frozen=True)
 class IgnoredElement:
     """Something the file holds that FerryMQ accepts but does not act on, and why."""
 
@@ -308,6 +331,9 @@ class BrokerConfig:
     broker_connections: tuple[AmqpConnectionConfig, ...] = ()
     """Artemis's `<broker-connections>` (broker.xml, or FerryMQ's extension of activemq.xml):
     AMQP connections this broker opens (mirror, sender, receiver, peer, federation)."""
+    startup_destinations: tuple[StartupDestination, ...] = ()
+    """Destinations created at start (Artemis's `<addresses>`), in file order. Default none:
+    FerryMQ creates a destination on first use."""
     management_context: ManagementContextConfig | None = None
     """`<managementContext>`, if given (JMX; not supported)."""
     admin: AdminConfig = field(default_factory=AdminConfig)

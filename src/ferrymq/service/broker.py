@@ -33,7 +33,7 @@ from ferrymq.service.commit import CommitPipeline
 from ferrymq.service.connection import BrokerConnection
 from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError
 from ferrymq.service.listeners import ListenerError, Listeners, ProtocolAdapter, published_url
-from ferrymq.service.regions import create_region
+from ferrymq.service.regions import create_region, recover_region
 from ferrymq.service.registry import ConnectionRegistry
 from ferrymq.service.replication import ReplicaLink
 from ferrymq.service.security import BrokerSecurity
@@ -138,7 +138,7 @@ class BrokerService:
                 fix = "choose a directory this broker can write to with --trace DIR"
                 raise BrokerStartError(f"cannot write the message trace: {exc}", fix) from exc
         self.tick_clock()
-        self.region.recover(recovery)
+        recover_region(self.region, recovery, self.config)
         if self.region.scheduler is not None and SCHEDULED_CONTAINER in recovery.containers:
             await self._restore_scheduled()
         self.process()

@@ -13,6 +13,8 @@ from ferrymq.config.model import BrokerConfig
 from ferrymq.core.region import RegionBroker
 from ferrymq.core.usage import UsageLimits
 from ferrymq.service.policies import PolicyResolver
+from ferrymq.service.startup import create_startup_destinations
+from ferrymq.store.base import Recovery
 
 
 def _physical_memory() -> int:
@@ -35,3 +37,10 @@ def create_region(config: BrokerConfig, broker_id: str, incarnation: str) -> Reg
         advisory_support=config.advisory_support,
         scheduler_support=config.scheduler_support,
     )
+
+
+def recover_region(region: RegionBroker, recovery: Recovery, config: BrokerConfig) -> None:
+    """What the store recovered, then the destinations the configuration creates at start
+    (Artemis's `<addresses>`, ``startup``), which recovery may already hold."""
+    region.recover(recovery)
+    create_startup_destinations(region, config.startup_destinations)
