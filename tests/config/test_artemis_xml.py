@@ -15,6 +15,7 @@ from ferrymq.cli.main import main
 from ferrymq.config import BrokerConfig, ConfigError, load_config, parse_config
 from ferrymq.config.broker_connections import SenderConfig
 from ferrymq.config.model import AdminConfig, StartupDestination
+from ferrymq.config.pending import pending_features
 from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.config.policy import DiscardingDeadLetterStrategy, SharedDeadLetterStrategy
 from ferrymq.core.destination import Destination
@@ -591,3 +592,16 @@ def test_max_delivery_attempts_then_the_dead_letter_address(tmp_path: Path) -> N
         stomp.send(frame("SUBSCRIBE", ("id", "2"), ("destination", "/queue/DLA")))
         dead = stomp.expect("MESSAGE")
         assert (dead.body, dead.headers["subscription"]) == (b"poison", "2")
+
+
+def test_address_settings_without_a_redelivery_delay_warn_of_nothing_pending() -> None:
+    """Address settings become redelivery policies; only a delay, which FerryMQ does not
+    apply yet, is worth a warning (an Artemis user never wrote a `<redeliveryPlugin>`)."""
+    plain = core('<address-settings>\n<address-setting match="a">'
+                 "<max-delivery-attempts>3</max-delivery-attempts></address-setting>\n"
+                 "</address-settings>\n")  # fmt: skip
+    delayed = core('<address-settings>\n<address-setting match="a">'
+                   "<redelivery-delay>500</redelivery-delay></address-setting>\n"
+                   "</address-settings>\n")  # fmt: skip
+    assert [f for f in pending_features(plain) if "redelivery" in f] == []
+    assert [f for f in pending_features(delayed) if "redelivery" in f] != []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
+from typing import TypeGuard
 
 from ferrymq.config.errors import Location
 from ferrymq.config.model import BrokerConfig
@@ -20,6 +21,7 @@ from ferrymq.config.persistence import (
     KahaDBConfig,
     LeaseDatabaseLockerConfig,
 )
+from ferrymq.config.policy import RedeliveryPluginConfig
 
 __all__ = ["PENDING", "pending_features"]
 
@@ -122,7 +124,7 @@ def _uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, str]]:
     if services.wait_for_slave or services.shutdown_on_slave_failure:
         yield "pure-master-slave", config.location, broker
     yield from _store_uses(config)
-    if config.redelivery_policies is not None:
+    if _delays_redelivery(config.redelivery_policies):
         yield "redelivery-plugin", config.redelivery_policies.location, "<redeliveryPlugin>"
     if config.scheduler_directory is not None:
         yield "scheduler-directory", config.location, broker
@@ -174,3 +176,12 @@ def _store_uses(config: BrokerConfig) -> Iterator[tuple[str, Location | None, st
         store.locker, DatabaseLockerConfig | LeaseDatabaseLockerConfig
     ):
         yield "kahadb-database-locker", store.location, "<locker>"
+
+
+def _delays_redelivery(plugin: RedeliveryPluginConfig | None) -> TypeGuard[RedeliveryPluginConfig]:
+    """Whether a redelivery policy asks for a delay, which is what is not applied yet (a
+    broker.xml's address settings without `redelivery-delay` ask for none)."""
+    if plugin is None:
+        return False
+    entries = [*plugin.entries, *([plugin.default_entry] if plugin.default_entry else [])]
+    return any(e.initial_redelivery_delay_ms > 0 or e.redelivery_delay_ms > 0 for e in entries)
