@@ -41,14 +41,22 @@ def encode(message: Message) -> bytes:
         header["rc"] = message.redelivery_count
     if message.broker_path:
         header["bp"] = list(message.broker_path)
-    if message.producer_message_id is not None:
-        header["pm"] = message.producer_message_id
-    if message.original_destination is not None:
-        header["od"] = message.original_destination.qualified
+    _provenance(message, header)
     raw = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     blob = _HEADER_LENGTH.pack(len(raw)) + raw + message.body
     message.encoded = blob
     return blob
+
+
+def _provenance(message: Message, header: dict[str, object]) -> None:
+    """Where the message came from, when known: its producer's id, its first destination,
+    the node it was first sent to (a mirrored message)."""
+    if message.producer_message_id is not None:
+        header["pm"] = message.producer_message_id
+    if message.original_destination is not None:
+        header["od"] = message.original_destination.qualified
+    if message.origin_node is not None:
+        header["on"] = message.origin_node
 
 
 def decode(blob: bytes) -> Message:
@@ -71,6 +79,7 @@ def decode(blob: bytes) -> Message:
             broker_path=tuple(header.get("bp", ())),
             producer_message_id=header.get("pm"),
             original_destination=Destination.parse_qualified(original) if original else None,
+            origin_node=header.get("on"),
         )
     except (struct.error, ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, CodecError):

@@ -9,15 +9,47 @@ Everything else a part needs is passed to it as a plain callable by the broker t
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from ferrymq.core.consumer import Consumer
 from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Effects, TraceEvent, TraceKind
 from ferrymq.core.entry import Entry
-from ferrymq.core.message import MessageId
+from ferrymq.core.message import Message, MessageId
 from ferrymq.core.policy import PolicyLookup
 from ferrymq.core.usage import SystemUsage
+from ferrymq.store.base import DurableSubscriptionRecord
+
+ACK_NORMAL = 0
+"""Why a message left its queue, as a mirror tells its target (Artemis's ``AckReason``):
+acknowledged by a consumer."""
+ACK_KILLED = 1
+"""Dead-lettered (redelivered too often, poison-acked, rejected)."""
+ACK_EXPIRED = 2
+
+
+class MirrorHooks(Protocol):
+    """What the parts tell the mirror tap (``core.mirror.MirrorTap``), once a mirror is
+    configured: ``CoreContext.mirror`` is None otherwise, so the send path pays one test."""
+
+    def routed(self, message: Message, container: object) -> None:
+        """``message`` is about to enter ``container`` (its queue, or its topic)."""
+
+    def removed(self, entry: Entry, reason: int) -> None:
+        """``entry`` left its container for good (acked, dead-lettered, expired)."""
+
+    def created(self, destination: Destination) -> None: ...
+
+    def deleted(self, destination: Destination) -> None: ...
+
+    def subscription_created(self, record: DurableSubscriptionRecord) -> None: ...
+
+    def subscription_removed(self, record: DurableSubscriptionRecord) -> None: ...
+
+    def unmirrored(self) -> AbstractContextManager[None]:
+        """Routing in this block is not mirrored (a dead-letter or expiry copy: the target
+        makes its own from the ack's reason)."""
 
 
 class Dispatch(Protocol):
@@ -39,6 +71,7 @@ class CoreContext:
         "broker_id",
         "effects",
         "incarnation",
+        "mirror",
         "policies",
         "seq",
         "tracing",
@@ -62,6 +95,8 @@ class CoreContext:
         """Collect ``TraceEvent``s in ``effects.trace`` for the message trace."""
         self.seq = 0
         """The last sequence number handed out (store keys, message ids)."""
+        self.mirror: MirrorHooks | None = None
+        """The mirror tap while a mirror is configured (``core.mirror``)."""
         self._now_ms = 0
 
     @property

@@ -65,6 +65,8 @@ class Destinations:
             self._consumers.attach_wildcards(queue)
             if persist and not destination.is_temporary:
                 self._context.effects.store_ops.append(AddDestination(destination.qualified))
+                if self._context.mirror is not None:
+                    self._context.mirror.created(destination)
             self._advisories.advise_destination(destination, advisory.ADD_OPERATION)
         return queue
 
@@ -74,6 +76,8 @@ class Destinations:
             topic = Topic(destination)
             self._topics[destination] = topic
             self._subscriptions.attach_matching(topic)
+            if self._context.mirror is not None:
+                self._context.mirror.created(destination)
             self._advisories.advise_destination(destination, advisory.ADD_OPERATION)
         return topic
 
@@ -100,21 +104,27 @@ class Destinations:
                 return
             for subscription in list(topic.subscriptions):
                 topic.detach(subscription)
-        else:
-            queue = self._queues.pop(destination, None)
-            if queue is None:
-                return
-            for consumer in list(queue.consumers):
-                owner = self._connections.get(consumer.connection_id)
-                if owner is not None and consumer.subscription_id in owner.consumers:
-                    self._consumers.remove(owner, consumer.subscription_id)
-            for entry in queue.purge():
-                entry.consumer = None
-            if not destination.is_temporary:
-                self._context.effects.store_ops.append(RemoveDestination(destination.qualified))
+        elif not self._remove_queue(destination):
+            return
         for state in self._connections.values():
             state.temporary_destinations.discard(destination)
+        if self._context.mirror is not None:
+            self._context.mirror.deleted(destination)
         self._advisories.advise_destination(destination, advisory.REMOVE_OPERATION)
+
+    def _remove_queue(self, destination: Destination) -> bool:
+        queue = self._queues.pop(destination, None)
+        if queue is None:
+            return False
+        for consumer in list(queue.consumers):
+            owner = self._connections.get(consumer.connection_id)
+            if owner is not None and consumer.subscription_id in owner.consumers:
+                self._consumers.remove(owner, consumer.subscription_id)
+        for entry in queue.purge():
+            entry.consumer = None
+        if not destination.is_temporary:
+            self._context.effects.store_ops.append(RemoveDestination(destination.qualified))
+        return True
 
     # -- the store's side ---------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from ferrymq.core import advisory
 from ferrymq.core.connection import ConnectionState
 from ferrymq.core.consumer import AckMode, Consumer
-from ferrymq.core.context import CoreContext
+from ferrymq.core.context import ACK_EXPIRED, ACK_KILLED, CoreContext
 from ferrymq.core.destination import Destination
 from ferrymq.core.effects import Delivery, TraceKind
 from ferrymq.core.entry import Entry
@@ -59,11 +59,14 @@ class Dispatcher:
         effects.deliveries.append(Delivery(consumer, entry, ack_id, after_commit))
 
     def dead_letter(self, entry: Entry, cause: str) -> None:
+        self._dead_letter(entry, cause, ACK_KILLED)
+
+    def _dead_letter(self, entry: Entry, cause: str, reason: int) -> None:
         container = entry.container
         message = entry.message
         policy = container.policy.dead_letter
         target = policy.dead_letter_destination(message.original_destination or message.destination)
-        container.settle(entry)
+        container.settle(entry, reason)
         if target is not None and not message.persistent and not policy.process_non_persistent:
             target = None
         if self._context.tracing:
@@ -82,7 +85,12 @@ class Dispatcher:
             properties=properties,
             redelivery_count=entry.redelivery_count,
         )
-        self._route(copy)
+        mirror = self._context.mirror
+        if mirror is None:
+            self._route(copy)
+        else:
+            with mirror.unmirrored():  # the target dead-letters its own copy (the ack's reason)
+                self._route(copy)
         self._advise(advisory.dlq_topic(container.destination), lambda: message.body)
 
     def expire(self, entry: Entry) -> None:
@@ -91,7 +99,7 @@ class Dispatcher:
         if self._context.tracing:
             self._context.trace_entry(TraceKind.EXPIRED, entry)
         if container.policy.dead_letter.process_expired:
-            self.dead_letter(entry, "Message expired")
+            self._dead_letter(entry, "Message expired", ACK_EXPIRED)
         else:
-            container.settle(entry)
+            container.settle(entry, ACK_EXPIRED)
         self._advise(advisory.expired_topic(container.destination), lambda: b"")

@@ -72,6 +72,10 @@ class Message:
     """The connection that sent it, for ``activemq.noLocal``; not stored."""
     original_destination: Destination | None = None
     """Where a dead-lettered message was first sent."""
+    origin_node: str | None = None
+    """The node id of the broker where the message was first sent, when it came here through
+    a mirror (None: sent here). Stored, never shown to consumers: onward mirrors skip the
+    origin, and a peer's later ack names the message by its id (kept from the origin)."""
     encoded: bytes | None = field(default=None, repr=False)
     """The store encoding, cached: a topic message stored for several durable subscriptions is
     encoded once.  Cleared by ``copy``."""

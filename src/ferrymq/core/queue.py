@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ferrymq.core import codec
 from ferrymq.core.consumer import Consumer
-from ferrymq.core.context import CoreContext, Dispatch
+from ferrymq.core.context import ACK_NORMAL, CoreContext, Dispatch
 from ferrymq.core.destination import Destination
 from ferrymq.core.effects import PageIn, TraceEvent, TraceKind
 from ferrymq.core.entry import ENTRY_OVERHEAD_BYTES, Entry
@@ -307,8 +307,12 @@ class Queue:
 
     # -- outcomes of a delivery -----------------------------------------------------------------
 
-    def settle(self, entry: Entry) -> None:
-        """The entry is done with (acked, dead-lettered, expired, discarded): forget it."""
+    def settle(self, entry: Entry, reason: int = ACK_NORMAL) -> None:
+        """The entry is done with (acked, dead-lettered, expired, discarded): forget it.
+        ``reason`` is why, for a mirror (``core.context.ACK_*``)."""
+        mirror = self._context.mirror
+        if mirror is not None:
+            mirror.removed(entry, reason)
         self.stats.dequeued += 1
         self._discharge(entry.message)
         if entry.stored:
@@ -362,23 +366,10 @@ class Queue:
         if records and records[0].seq < self.cursor:
             # Read before a purge or an operator's page-in moved the cursor: already had.
             records = [r for r in records if r.seq >= self.cursor]
-        usage = self._usage
         now = self._context.now_ms
         for record in records:
-            message = codec.decode(record.blob)
-            persistent_row = message.persistent and self.storable
-            entry = Entry(
-                record.seq,
-                message,
-                self,
-                stored=True,
-                redelivery_count=message.redelivery_count + (1 if record.delivered else 0),
-                marked_delivered=record.delivered,
-            )
-            self._charge(message)
-            if not persistent_row:
-                usage.temp_used -= message.size
-            if message.is_expired(now):
+            entry = self._entry_of(record)
+            if entry.message.is_expired(now):
                 self._expire(entry)
                 continue
             self.pending.append(entry)
@@ -389,6 +380,42 @@ class Queue:
             # The store has nothing more from the cursor on: trust it over our count.
             self.paged_out = 0
         self.paged_out = max(self.paged_out, 0)
+
+    def _entry_of(self, record: StoredMessage) -> Entry:
+        """A stored row back in memory (charged), not yet waiting anywhere."""
+        message = codec.decode(record.blob)
+        entry = Entry(
+            record.seq,
+            message,
+            self,
+            stored=True,
+            redelivery_count=message.redelivery_count + (1 if record.delivered else 0),
+            marked_delivered=record.delivered,
+        )
+        self._charge(message)
+        if not (message.persistent and self.storable):
+            self._usage.temp_used -= message.size
+        return entry
+
+    def take_paged(self, record: StoredMessage) -> Entry | None:
+        """A paged-out row to settle now (``core.removal``); None: a page-in may bring it."""
+        if self._page_in_requested or not self.paged_out or record.seq < self.cursor:
+            return None
+        self.paged_out -= 1
+        return self._entry_of(record)
+
+    def kill(self, entry: Entry, cause: str | None) -> None:
+        """An entry out of the waiting list expires (no ``cause``) or is dead-lettered."""
+        self._expire(entry) if cause is None else self._dispatch.dead_letter(entry, cause)
+
+    def drop(self, entry: Entry) -> None:
+        """An entry in flight loses its row now; its ack or release only settles it."""
+        if entry.stored and entry.message.persistent and self.storable:
+            self._usage.store_used -= len(codec.encode(entry.message))
+        if entry.stored:
+            self._context.effects.store_ops.append(RemoveMessage(self.key, entry.seq))
+        entry.stored = False
+        entry.dropped = True
 
     # -- removal ------------------------------------------------------------------------------
 

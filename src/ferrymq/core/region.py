@@ -35,6 +35,7 @@ from ferrymq.core.errors import BrokerError
 from ferrymq.core.ledger import AckRef, Ledger
 from ferrymq.core.management import Management
 from ferrymq.core.message import Message
+from ferrymq.core.mirror import MirrorTap
 from ferrymq.core.outcome import (
     ACCEPTED,
     ACCEPTED_DURABLY,
@@ -77,6 +78,8 @@ class RegionBroker:
     ) -> None:
         self.broker_id = broker_id
         self.broker_name = broker_name
+        self.node_id = broker_id
+        """Artemis's node id, what mirror peers see (broker connections set the kept one)."""
         context = CoreContext(broker_id, incarnation, policies, SystemUsage(usage_limits))
         self._context = context
         self.usage = context.usage
@@ -129,6 +132,8 @@ class RegionBroker:
             advisories=advisories,
             consumers=consumers,
         )
+        self.mirror = MirrorTap(context, destinations.queue)
+        """The mirrors' events (``configure`` with the mirrors; dormant without)."""
         self._router = router = Router(
             context,
             queues=queues,
@@ -254,7 +259,8 @@ class RegionBroker:
         """Rebuild destinations and durable subscriptions from the store after a start."""
         self._context.seq = max(self._context.seq, recovery.last_seq)
         self.dedup.seed(recovery.producer_message_ids)
-        self._destinations.recover(recovery)
+        with self.mirror.unmirrored():  # recreating what the store holds is no new event
+            self._destinations.recover(recovery)
 
     def paged_in(self, container_key: str, records: list[StoredMessage], limit: int) -> None:
         """The store's answer to a ``PageIn``: the messages join their container and dispatch."""

@@ -116,10 +116,17 @@ class Router:
 
     def _enqueue(self, message: Message, seq: int) -> None:
         destination = message.destination
+        mirror = self._context.mirror
         if destination.is_topic:
-            self._topic(destination).publish(message, seq)
+            topic = self._topic(destination)
+            if mirror is not None:
+                mirror.routed(message, topic)  # its event goes first: an ack never overtakes it
+            topic.publish(message, seq)
         else:
-            self._queue(destination).offer(message, seq)
+            queue = self._queue(destination)
+            if mirror is not None:
+                mirror.routed(message, queue)
+            queue.offer(message, seq)
 
     def _targets(self, destination: Destination) -> list[Destination]:
         """A wildcard send goes to every existing destination it matches (ActiveMQ), but never

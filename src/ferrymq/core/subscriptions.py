@@ -121,6 +121,8 @@ class SubscriptionRegistry:
             self._context.effects.store_ops.append(
                 RemoveDurableSubscription(record.client_id, record.subscription_name)
             )
+            if self._context.mirror is not None:
+                self._context.mirror.subscription_removed(record)
         subscription.purge()
 
     def attach_matching(self, topic: Topic) -> None:
@@ -194,6 +196,8 @@ class SubscriptionRegistry:
             )
             subscription = self._create_durable(record, state, consumer.network)
             self._context.effects.store_ops.append(AddDurableSubscription(record))
+            if self._context.mirror is not None:
+                self._context.mirror.subscription_created(record)
         # A bridge's durable demand keeps its filter while offline (until a restart).
         subscription.network_filter = consumer.network_filter
         return subscription

@@ -102,7 +102,7 @@ class BrokerService:
         self.cluster = ClusterMembership()
         self.registry: ConnectionRegistry[BrokerConnection] = ConnectionRegistry()
         self.timers = BrokerTimers(self.region, self.process)
-        self.commits = CommitPipeline(self.store, self._store_failed)
+        self.commits = CommitPipeline(self.store, self._store_failed, self.region.mirror)
         self.started = False
         self.started_at = 0.0
         self._connection_ids = itertools.count(1)

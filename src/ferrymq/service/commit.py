@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -78,12 +79,31 @@ def both_done(first: asyncio.Future[None], second: asyncio.Future[None]) -> asyn
     return result
 
 
+class SyncMirrors(Protocol):
+    """The core's mirror tap, as a sync mirror's confirmations use it (``core.mirror``)."""
+
+    on_sync_settled: Callable[[int], None] | None
+
+    def take_sync(self) -> int: ...
+
+
 class CommitPipeline:
     """One broker's store writes and the futures its confirmations wait on."""
 
-    def __init__(self, store: Writer, on_failure: Callable[[BaseException], None]) -> None:
+    def __init__(
+        self,
+        store: Writer,
+        on_failure: Callable[[BaseException], None],
+        mirrors: SyncMirrors | None = None,
+    ) -> None:
+        """``mirrors``: with a `<mirror sync="true">`, a confirmation also waits until the
+        target has applied the events decided before it (Artemis's sync mirror)."""
         self._store = store
         self._on_failure = on_failure
+        self._mirrors = mirrors
+        self._sync_waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        if mirrors is not None:
+            mirrors.on_sync_settled = self._sync_settled
         self.replica: Replica | None = None
         """The slave every write must also reach (pure master/slave), while one is attached."""
         self.last_commit: asyncio.Future[None] | None = None
@@ -93,10 +113,29 @@ class CommitPipeline:
         """Why the store failed, once it has: nothing is written after that."""
 
     def barrier(self, pending_writes: bool) -> asyncio.Future[None] | None:
-        """A future done once everything decided so far is durable (None: it already is).
+        """A future done once everything decided so far is durable (None: it already is), and,
+        with a sync mirror, once its target has applied every sync event queued so far.
 
         ``pending_writes``: the core holds store operations the next ``write`` will carry.
         """
+        durable = self._durable_barrier(pending_writes)
+        newest = self._mirrors.take_sync() if self._mirrors is not None else 0
+        if not newest:
+            return durable
+        applied: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._sync_waiters.append((newest, applied))
+        return applied if durable is None else both_done(durable, applied)
+
+    def _sync_settled(self, low_water: int) -> None:
+        """Every sync event below ``low_water`` has been acknowledged by its forwarder, which
+        does so only once the target settled it, after its durable write."""
+        waiters = self._sync_waiters
+        while waiters and waiters[0][0] < low_water:
+            _, applied = waiters.popleft()
+            if not applied.done():
+                applied.set_result(None)
+
+    def _durable_barrier(self, pending_writes: bool) -> asyncio.Future[None] | None:
         if pending_writes:
             if self._next is None:
                 self._next = asyncio.get_running_loop().create_future()
