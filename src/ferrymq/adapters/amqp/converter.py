@@ -150,6 +150,7 @@ class AmqpConverter:
 
     def _feed(self, data: bytes) -> None:
         engine = self.engine
+        self.receivers.mirrors.scanner.scan(data)  # link capabilities: proton reads none
         readable = engine.push(data)
         work: list[object] = []
         for event in engine.raw_events():
@@ -221,6 +222,7 @@ class AmqpConverter:
             case Credit(link=link):
                 self.senders.credit(link)
             case LinkOpen(link=link):
+                self.receivers.mirrors.opening(link)
                 (self.senders if link.is_sender else self.receivers).attach(link)
             case LinkClose(link=link, closed=closed):
                 (self.senders if link.is_sender else self.receivers).detach(link, closed=closed)
@@ -265,7 +267,7 @@ class AmqpConverter:
 
     def flush(self, *, needs_commit: bool = False) -> None:
         """Queue what proton has to write (after this read's group commit if it must wait)."""
-        output = self.engine.output()
+        output = self.receivers.mirrors.capabilities.rewrite(self.engine.output())
         if output:
             if needs_commit:
                 self.connection.confirm(output, needs_commit=True)
@@ -388,5 +390,7 @@ class AmqpConverter:
         return codes.EMPTY_FRAME
 
     def session_ended(self) -> None:
+        for state in self.senders.by_subscription.values():
+            self.senders.keep(state)
         self.senders.by_subscription.clear()
         self.receivers.links.clear()

@@ -10,6 +10,9 @@ broker refuses is ``rejected`` with the reason, and the link goes on.
 The coordinator (AMQP 1.0, part 4) declares and discharges the connection's local transactions;
 a transfer or an outcome that carries a transactional state joins the transaction it names,
 as STOMP's ``transaction`` header does.
+
+A link to ``$ACTIVEMQ_ARTEMIS_MIRROR_*`` is another broker's mirror (``mirror_target``): its
+transfers are events the broker applies, not messages it routes.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ from ferrymq.adapters.amqp.base import (
 )
 from ferrymq.adapters.amqp.errors import AmqpError, condition_for
 from ferrymq.adapters.amqp.mapping import message_from_amqp, relay_destination
+from ferrymq.adapters.amqp.mirror_target import (
+    MirrorLink,
+    MirrorTarget,
+    Verdict,
+    is_mirror_link,
+)
 from ferrymq.adapters.amqp.properties import USER_ID
 from ferrymq.adapters.amqp.work import Transfer
 from ferrymq.amqp import codes
@@ -49,6 +58,8 @@ class ReceiverLink:
     coordinator: bool = False
     dynamic: Destination | None = None
     """The temporary destination made for this link's dynamic target (deleted with it)."""
+    mirror: MirrorLink | None = None
+    """A peer broker's mirror (``mirror_target``): its transfers are events to apply."""
 
 
 class Receivers:
@@ -65,9 +76,13 @@ class Receivers:
         self._flush_due = False
         self._durable: list[IncomingDelivery] = []
         """Stored messages whose ``accepted`` waits for ``accept_durable``."""
+        self.mirrors = MirrorTarget(converter)
 
     def attach(self, link: proton.Link) -> None:
         target = link.remote_target
+        if is_mirror_link(link):
+            self.links[link.name] = ReceiverLink(link, None, mirror=self.mirrors.attach(link))
+            return
         if target.type == proton.Terminus.COORDINATOR:
             state = ReceiverLink(link, None, coordinator=True)
         elif target.dynamic:
@@ -121,6 +136,8 @@ class Receivers:
             return
         del self.links[link.name]
         self.converter.dynamic.delete(state.dynamic)
+        if state.mirror is not None:
+            self.mirrors.forget(state.mirror)
         for key in [key for key in self._partial if key[0] == link.name]:
             del self._partial[key]
 
@@ -209,6 +226,11 @@ class Receivers:
             if state.coordinator:
                 self._coordinate(work)
                 return False
+            if state.mirror is not None:
+                verdict = self.mirrors.transfer(state.mirror, work)
+                if verdict is Verdict.ACCEPT:
+                    self._accept(work.delivery, None, needs_commit=True)
+                return verdict is Verdict.HOLD
             return self._publish(state, work)
         except BrokerError as exc:
             self._reject(work, exc)

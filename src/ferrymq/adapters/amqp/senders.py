@@ -20,6 +20,7 @@ import proton
 from ferrymq.adapters.amqp import addressing
 from ferrymq.adapters.amqp.base import AmqpSide, capabilities_of, data_object, remote_data
 from ferrymq.adapters.amqp.errors import AmqpError
+from ferrymq.adapters.amqp.federation import configure, federation_link, keep_or_expire
 from ferrymq.adapters.amqp.mapping import amqp_from_message, message_tail
 from ferrymq.amqp import codes
 from ferrymq.amqp.transfer import send_transfer
@@ -182,6 +183,9 @@ class Senders:
             acks_by_message_id=False,
         )
         consumer.credit_mode = True
+        federation = federation_link(link)
+        if federation is not None:  # another broker's federation receiver
+            configure(consumer, federation, link.name, self.converter.client_id)
         return consumer
 
     def _browse(self, state: SenderLink) -> None:
@@ -260,12 +264,20 @@ class Senders:
                 self.region.unsubscribe(self.connection_id, consumer.subscription_id)
                 if closed and consumer.durable_name is not None:
                     self.region.destroy_durable(self.connection_id, consumer.durable_name)
+                elif not closed:
+                    self.keep(state)
             self.converter.dynamic.delete(state.dynamic)
         if closed:
             link.close()
         else:
             link.detach()
         self.converter.flush()
+
+    def keep(self, state: SenderLink) -> None:
+        """The link went without closing (or with its connection): a federation address
+        receiver's subscription starts its ``auto-delete`` wait."""
+        converter = self.converter
+        keep_or_expire(converter.service, state.consumer, state.link, converter.client_id)
 
     def forget(self, link: proton.Link) -> None:
         """A link the broker refused: its name may belong to another, live link."""
