@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ferrymq.admin.broker_connections import BrokerConnectionControl
 from ferrymq.admin.operations import BrokerOperations
 from ferrymq.admin.source import BrokerServiceSource, ConnectionStatistics
 from ferrymq.core.management import ManagementError, Refusal
@@ -20,6 +21,12 @@ from ferrymq.network import NetworkService
 from ferrymq.service.broker import BrokerService
 from ferrymq.service.duplex import duplex_bridge_records
 from ferrymq.service.management import BrokerManagement
+
+
+class ObservedConnections(BrokerConnectionControl, Protocol):
+    """``ferrymq.connections.service.BrokerConnections``: plain records, and management."""
+
+    def statistics(self) -> list[dict[str, object]]: ...
 
 
 class ObservedBroker(Protocol):
@@ -39,6 +46,9 @@ class ObservedBroker(Protocol):
 
     @property
     def replica(self) -> MasterConnector | None: ...
+
+    @property
+    def broker_connections(self) -> ObservedConnections: ...
 
     @property
     def locker(self) -> Locker | None: ...
@@ -64,6 +74,7 @@ class AdminView:
         statistics["network_bridges"] = broker.network.statistics() + duplex_bridge_records(
             broker.service.connections.values(), broker.service.region
         )
+        statistics["broker_connections"] = broker.broker_connections.statistics()
         if broker.replica is not None:
             statistics["replication"] = {
                 "master": broker.replica.remote_uri,
@@ -97,6 +108,15 @@ class AdminView:
 
     def operations(self) -> BrokerOperations:
         """The current service's write operations; refused unless this broker serves."""
+        self._serving()
+        return BrokerManagement(self._broker.service)
+
+    def broker_connection_control(self) -> BrokerConnectionControl:
+        """Start and stop broker connections; refused unless this broker serves."""
+        self._serving()
+        return self._broker.broker_connections
+
+    def _serving(self) -> None:
         broker = self._broker
         if not broker.role.serving:
             role = broker.role.value
@@ -105,7 +125,6 @@ class AdminView:
                 f"broker {name} is not serving ({role}): send write operations to its master",
                 reason=Refusal.NOT_SERVING,
             )
-        return BrokerManagement(broker.service)
 
     def connection_statistics(self) -> Sequence[ConnectionStatistics]:
         return BrokerServiceSource(self._broker.service).connection_statistics()

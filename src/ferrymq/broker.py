@@ -4,19 +4,18 @@
 admin HTTP listener first (a slave's role must be visible too), then, for a store shared by a
 master/slave group, the lock (a slave waits there and starts nothing else), then the messaging
 service (``service.broker.BrokerService``: store, recovery, listeners with their protocol
-adapters), then the discovery advertiser and the network connectors.  It is the one place that
-names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in reverse order.
-Whatever the configuration asks for that FerryMQ does not do yet is logged at start, with file
-and line, so nothing in a file is silently without effect.
+adapters), then the discovery advertiser, the network connectors and the broker connections.
+It is the one place that names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in
+reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is logged at
+start, with file and line, so nothing in a file is silently without effect.
 
 A master keeps its lock alive every ``lockKeepAlivePeriod`` (a shared-file master also checks
 its lock file every second, whatever that period); when the lock is lost (or the store's fence
 finds it lost before a commit) the broker stops serving at once, closes its listeners and
 store, and goes back to waiting as a slave, as ActiveMQ's launcher restarts it.  A broker that
 wins the lock but finds the store held by another process (a paused or deposed master) keeps
-the lock and retries the open while the lock stays its own.
-
-A broker that ends by a failure records why in ``failure`` (``ferrymq broker`` exits 1).
+the lock and retries the open while the lock stays its own.  A broker that ends by a failure
+records why in ``failure`` (``ferrymq broker`` exits 1).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from ferrymq.admin.server import AdminServer, admin_ssl_context
 from ferrymq.admin_view import AdminView
 from ferrymq.config.model import BrokerConfig
 from ferrymq.config.pending import pending_features
+from ferrymq.connections.service import BrokerConnections, BrokerConnectionsError
 from ferrymq.discovery import DiscoveryAdvertiser, DiscoveryAdvertiserError
 from ferrymq.ha.locker import Locker, LockerError
 from ferrymq.ha.replica import MasterConnector, ReplicationError
@@ -119,7 +119,7 @@ class Broker:
         try:
             self.locker = locker_for(config) if shared else None
             self.service = self._new_service()
-        except (StoreError, LockerError) as exc:  # a data source url FerryMQ cannot use
+        except (StoreError, LockerError, BrokerConnectionsError) as exc:  # a url it cannot use
             raise BrokerStartError(str(exc), exc.fix) from exc
         self.admin: AdminServer | None = None
         self.became_master = asyncio.Event()
@@ -146,8 +146,8 @@ class Broker:
             LocalBroker(service.broker_id, self.config.broker_name, service.cluster_url),
             lambda: [published_url(listener) for listener in service.listeners],
         )
-        service.attachments.append(_Advertising(service))
-        service.attachments.append(self.network)
+        self.broker_connections = BrokerConnections.for_service(self.config, service)
+        service.attachments += [_Advertising(service), self.network, self.broker_connections]
         return service
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ferrymq.admin.broker_connections import BROKER_CONNECTION_ROUTES
 from ferrymq.admin.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from ferrymq.admin.metrics import render_metrics
 from ferrymq.admin.network_bridges import STATISTICS_KEY, network_bridge_documents
@@ -153,4 +154,5 @@ ROUTES: Final = (
     Route("/api/v1/network-bridges", list_network_bridges),
     Route("/metrics", get_metrics),
     *WRITE_ROUTES,
+    *BROKER_CONNECTION_ROUTES,
 )

@@ -21,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
+from ferrymq.admin.broker_connections import broker_connection_families
 from ferrymq.admin.health import ROLES, assess
 from ferrymq.admin.network_metrics import network_bridge_families
 from ferrymq.admin.source import ConnectionStatistics
@@ -203,6 +204,7 @@ class BrokerCollector:
         yield self._listener_family()
         yield from self._protocol_families()
         yield from network_bridge_families(self.statistics, self.destinations)
+        yield from broker_connection_families(self.statistics)
 
     def _destination_families(self) -> Iterator[Metric]:
         for metric in DESTINATION_METRICS:

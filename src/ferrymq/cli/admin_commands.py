@@ -1,6 +1,7 @@
-"""``ferrymq purge``, ``delete``, ``move``, ``retry`` and ``connections``: the admin API's write
-operations from the shell, as ``rabbitmqctl purge_queue``/``delete_queue``/``close_connection``
-and ActiveMQ's web console offer them.
+"""``ferrymq purge``, ``delete``, ``move``, ``retry``, ``connections`` and ``broker-connections``:
+the admin API's write operations from the shell, as ``rabbitmqctl purge_queue``/``delete_queue``/
+``close_connection``, ActiveMQ's web console and Artemis's ``startBrokerConnection``/
+``stopBrokerConnection`` offer them.
 
 Each verb is one HTTP request to the broker's admin API (``--admin``, read by
 ``admin_client``, the same spellings as ``ferrymq stat``) and prints one line of what was done.
@@ -135,6 +136,15 @@ def add_parser(commands: Any) -> None:
         "List the broker's client connections, or close one with --close ID.",
     )
     connections.add_argument("--close", metavar="ID", help="close the connection with this id")
+    broker_connections = _verb(
+        commands,
+        "broker-connections",
+        "list AMQP broker connections, or start or stop one",
+        "List the broker's AMQP broker connections (<broker-connections>) with their state, "
+        "or start or stop one by name (an auto-start=false connection waits for start).",
+    )
+    broker_connections.add_argument("action", nargs="?", choices=["start", "stop"])
+    broker_connections.add_argument("name", nargs="?", help="the <amqp-connection>'s name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,6 +231,33 @@ def _connections(args: argparse.Namespace) -> str:
     )
 
 
+def _broker_connections(args: argparse.Namespace) -> str:
+    if args.action is not None:
+        if not args.name:
+            raise UsageError(f"broker-connections {args.action} needs the connection's name")
+        path = f"/api/v1/broker-connections/{_quote(args.name)}/{args.action}"
+        answer = call(args, "POST", path)
+        done = "started" if args.action == "start" else "stopped"
+        return f"{done} broker connection {args.name}: {answer.get('state')}"
+    listed = call(args, "GET", "/api/v1/broker-connections")["broker_connections"]
+    rows = [("NAME", "STATE", "HOST", "ATTEMPTS", "LAST ERROR")]
+    rows += [
+        (
+            str(c.get("name")),
+            str(c.get("state")),
+            c.get("url") or "-",
+            str(c.get("attempts", 0)),
+            c.get("last_error") or "-",
+        )
+        for c in listed
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
 def _since(epoch_ms: int | None) -> str:
     if not epoch_ms:
         return "-"
@@ -233,4 +270,5 @@ VERBS = {
     "move": _move,
     "retry": _retry,
     "connections": _connections,
+    "broker-connections": _broker_connections,
 }

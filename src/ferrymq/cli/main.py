@@ -25,7 +25,7 @@ COMMANDS: list[ModuleType] = [
     check_config_command,
     stat_command,
     health_command,
-    admin_commands,  # purge, delete, move, retry, connections
+    admin_commands,  # purge, delete, move, retry, connections, broker-connections
     audit_command,
     hash_password_command,
 ]

@@ -1,5 +1,5 @@
-"""``ferrymq stat``: a running broker's role, network bridges and destinations, read from its
-admin API."""
+"""``ferrymq stat``: a running broker's role, network bridges, AMQP broker connections and
+destinations, read from its admin API."""
 
 from __future__ import annotations
 
@@ -103,6 +103,26 @@ def describe_bridges(bridges: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def describe_broker_connections(records: list[dict[str, Any]]) -> list[str]:
+    """The AMQP broker connections, one line each (state, host, attempts, last error), then
+    one line per element with its numbers."""
+    lines: list[str] = []
+    for record in records:
+        error = f", last error: {record['last_error']}" if record.get("last_error") else ""
+        lines.append(
+            f"broker connection {record.get('name')}: {record.get('state')}, "
+            f"{record.get('url') or '-'}, {record.get('attempts', 0)} attempt(s){error}"
+        )
+        for element in record.get("elements") or ():
+            numbers = ", ".join(
+                f"{key} {value}"
+                for key, value in element.items()
+                if key not in ("name", "type") and isinstance(value, int | float | str)
+            )
+            lines.append(f"  {element.get('type')} {element.get('name')}: {numbers}".rstrip())
+    return lines
+
+
 def describe_connections(connections: list[dict[str, Any]]) -> list[str]:
     """A count by protocol, one line per client connection, and under an AMQP connection
     one line per link (the broker's role, its name and address, credit, unsettled)."""
@@ -157,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(describe_role(broker))
     for line in describe_bridges(broker.get("network_bridges") or []):
+        print(line)
+    for line in describe_broker_connections(broker.get("broker_connections") or []):
         print(line)
     header = ("TYPE", "NAME", "DEPTH", "ENQUEUED", "DEQUEUED", "CONSUMERS")
     table = [header] + [

@@ -85,6 +85,8 @@ class LinkOptions:
 class RemoteSender(Protocol):
     offered_capabilities: tuple[str, ...]
     remote_properties: Mapping[str, object]
+    address: str | None
+    """The remote terminus's address (for a dynamic link, the node the remote made)."""
 
     def send(self, encoded: bytes) -> asyncio.Future[SendOutcome]:
         """Transfer one encoded message (waits for credit itself); the future completes when
@@ -98,6 +100,8 @@ class RemoteSender(Protocol):
 class RemoteReceiver(Protocol):
     offered_capabilities: tuple[str, ...]
     remote_properties: Mapping[str, object]
+    address: str | None
+    """The remote terminus's address (for a dynamic link, the node the remote made)."""
 
     async def receive(self) -> Incoming:
         """The next transfer (raises ``ConnectionError`` when the link or connection ends)."""
@@ -154,6 +158,12 @@ class LocalSide(Protocol):
 
     def queues(self) -> Sequence[str]:
         """The names of the local queues now (not temporary, not internal)."""
+        ...
+
+    def address_of(self, queue: str) -> str:
+        """The address a local queue is under: the Artemis ``<address name>`` broker.xml
+        declared it in, else its own name (senders, receivers and peers match and attach by
+        it)."""
         ...
 
 

@@ -1,0 +1,230 @@
+"""A mirror event, as the forwarder reads it from the mirror queue, to the AMQP transfer Artemis's
+mirror sends (ActiveMQ Artemis manual, "Broker Connections", "Mirroring").
+
+The core's tap (``ferrymq.core.mirror``) wrote each event as a message of the mirror queue whose
+``ferrymq.mirror.*`` properties say what it is; the forwarder receives it as a STOMP-shaped
+message (the client library over ``vm://``) and this module makes the wire form:
+
+- a send: the original message (message id, creation time, durable, priority, expiry, its
+  properties as application properties, the body in one data section, as the broker's other
+  AMQP bridges carry it: ``connections.messages``), after delivery annotations
+  ``x-opt-amq-mr-id`` (the origin's message id), ``x-opt-amq-bkr-id`` (the origin node, when it
+  is not this broker) and ``x-opt-amq-mr-dst`` (``queue://X`` or ``topic://X``);
+- a control event (``postAck``, ``createQueue``, ``deleteQueue``, ``addAddress``,
+  ``deleteAddress``): header durable, message annotations ``x-opt-amq-mr-ev-type`` (a symbol),
+  ``x-opt-amq-mr-adr``, ``x-opt-amq-mr-qu``, ``x-opt-amq-bkr-id``, ``x-opt-amq-mr-ack-reason``
+  (a ubyte, left out for a plain ack), and an amqp-value string body (the message id, the
+  JSON description, or the name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from proton import Message as AmqpMessage
+from proton import symbol, timestamp, ubyte, uint
+
+from ferrymq.amqp.client_mapping import address_for
+from ferrymq.amqp.encoding import encode_section
+from ferrymq.client import Message
+from ferrymq.connections.messages import DELIVERY_HEADERS
+from ferrymq.stomp import constants as h
+from ferrymq.util.text import is_decimal
+
+__all__ = ["BROKER_ID", "MIRROR_CAPABILITY", "MirrorEvent", "encode_event", "read_event"]
+
+MIRROR_CAPABILITY = "amq.mirror"
+BROKER_ID = "x-opt-amq-bkr-id"
+MESSAGE_ID = "x-opt-amq-mr-id"
+DESTINATION = "x-opt-amq-mr-dst"
+EVENT_TYPE = "x-opt-amq-mr-ev-type"
+ADDRESS = "x-opt-amq-mr-adr"
+QUEUE = "x-opt-amq-mr-qu"
+ACK_REASON = "x-opt-amq-mr-ack-reason"
+
+# The tap's property names (``ferrymq.core.mirror``, which this layer may not import; a test
+# checks both spell them alike).
+PREFIX = "ferrymq.mirror."
+P_EVENT = PREFIX + "event"
+P_DESTINATION = PREFIX + "dst"
+P_ORIGIN = PREFIX + "origin"
+P_SKIP = PREFIX + "skip"
+P_QUEUE = PREFIX + "queue"
+P_REASON = PREFIX + "reason"
+P_MESSAGE = PREFIX + "id"
+P_PERSISTENT = PREFIX + "persistent"
+P_PRIORITY = PREFIX + "priority"
+P_EXPIRES = PREFIX + "expires"
+SEND = "send"
+
+_SCHEDULING = ("AMQ_SCHEDULED_DELAY", "AMQ_SCHEDULED_PERIOD", "AMQ_SCHEDULED_REPEAT")
+"""Already applied on the source: the target must not hold the message back again."""
+_DELIVERY_ANNOTATIONS, _HEADER, _PROPERTIES, _APPLICATION_PROPERTIES = 0x71, 0x70, 0x73, 0x74
+_DATA, _VALUE = 0x75, 0x77
+_ORIGINAL_ENCODING = "JMS_AMQP_ORIGINAL_ENCODING"
+"""How the AMQP adapter noted a body that came over AMQP (its ``body`` module's codes)."""
+_ENCODED = frozenset({"0", "3", "7", "8"})
+"""Codes whose body is the sender's encoded body section(s)."""
+_USER_ID = "JMSXUserID"
+_FIELD_HEADERS = frozenset(
+    {
+        h.PERSISTENT,
+        h.PRIORITY,
+        h.EXPIRES,
+        "type",
+        "reply-to",
+        "correlation-id",
+        "content-type",
+        "content-encoding",
+        "JMSXGroupID",
+        "JMSXGroupSeq",
+        _USER_ID,
+        _ORIGINAL_ENCODING,
+    }
+)
+"""Headers that travel in an AMQP field (or not at all), not as application properties."""
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorEvent:
+    """What the forwarder needs to know of an event before it encodes it."""
+
+    kind: str
+    destination: str
+    """``queue://X`` or ``topic://X``."""
+    origin: str | None
+    """The node the message (or the acked message) was first sent to; None: this broker."""
+    skip: str | None
+    """The node on whose behalf the mirror target applied what caused this event."""
+
+    def returns_to(self, peer: str) -> bool:
+        """Whether sending it to ``peer`` would send the peer its own event back (a loop): a
+        send that came from it, or anything it caused here. An ack of the peer's message is
+        no loop: the peer holds that message and must learn of the ack."""
+        if self.kind == SEND:
+            return peer in (self.origin, self.skip)
+        return peer == self.skip
+
+
+def read_event(headers: Mapping[str, str]) -> MirrorEvent:
+    return MirrorEvent(
+        headers.get(P_EVENT, SEND),
+        headers.get(P_DESTINATION, ""),
+        headers.get(P_ORIGIN) or None,
+        headers.get(P_SKIP) or None,
+    )
+
+
+def encode_event(message: Message, event: MirrorEvent) -> bytes:
+    """The transfer that reproduces ``event`` on the target."""
+    if event.kind == SEND:
+        return _send(message, event)
+    return _control(message, event)
+
+
+def _send(message: Message, event: MirrorEvent) -> bytes:
+    headers = message.headers
+    original = {
+        name: value
+        for name, value in headers.items()
+        if name not in DELIVERY_HEADERS
+        and not name.startswith(PREFIX)
+        and name not in _SCHEDULING
+        and name not in _FIELD_HEADERS
+    }
+    priority = headers.get(P_PRIORITY, "4")
+    header: list[object] = [
+        headers.get(P_PERSISTENT) == "true",
+        ubyte(min(int(priority), 9) if is_decimal(priority) else 4),
+    ]
+    annotations: dict[Any, Any] = {
+        symbol(MESSAGE_ID): message.message_id,
+        symbol(DESTINATION): event.destination,
+    }
+    if event.origin is not None:
+        annotations[symbol(BROKER_ID)] = event.origin
+    encoded = (
+        encode_section(_HEADER, header)
+        + encode_section(_DELIVERY_ANNOTATIONS, annotations)
+        + encode_section(_PROPERTIES, _fields(message, event))
+    )
+    if original:
+        encoded += encode_section(_APPLICATION_PROPERTIES, original)
+    return encoded + _body(message.body, headers)
+
+
+def _fields(message: Message, event: MirrorEvent) -> list[object]:
+    """The properties section (AMQP 1.0 part 3, 3.2.4) of the original message."""
+    get = message.headers.get
+    expires, created = get(P_EXPIRES, ""), get(h.TIMESTAMP, "")
+    reply_to, sequence = get("reply-to"), get("JMSXGroupSeq", "")
+    content_type, encoding = get("content-type"), get("content-encoding")
+    user = get(_USER_ID)
+    fields: list[object] = [
+        message.message_id,
+        user.encode() if user is not None else None,
+        event.destination,
+        get("type"),
+        address_for(reply_to) if reply_to is not None else None,
+        get("correlation-id"),
+        symbol(content_type) if content_type is not None else None,
+        symbol(encoding) if encoding is not None else None,
+        timestamp(int(expires)) if is_decimal(expires) and int(expires) > 0 else None,
+        timestamp(int(created)) if is_decimal(created) and int(created) > 0 else None,
+        get("JMSXGroupID"),
+        uint(int(sequence)) if is_decimal(sequence) and int(sequence) < 2**32 else None,
+    ]
+    while fields[-1] is None:
+        fields.pop()
+    return fields
+
+
+def _body(body: bytes, headers: Mapping[str, str]) -> bytes:
+    """The body as the broker's AMQP consumers get it: a message that came over AMQP as its
+    sender wrote it (the AMQP adapter's ``JMS_AMQP_ORIGINAL_ENCODING`` codes), text as an
+    amqp-value string, anything else as one data section."""
+    code = headers.get(_ORIGINAL_ENCODING, "")
+    if code in _ENCODED:
+        return body  # the encoded body section(s), kept byte for byte
+    if code == "1":
+        return b""
+    if code == "4":
+        return b"\x00\x53\x77\x40"
+    if code == "6":
+        return encode_section(_VALUE, body)
+    text = code == "5" or (code == "" and _is_text(body, headers.get("content-type")))
+    if text:
+        return encode_section(_VALUE, body.decode())
+    return encode_section(_DATA, body)
+
+
+def _is_text(body: bytes, content_type: str | None) -> bool:
+    if content_type is not None and not content_type.lower().startswith("text/"):
+        return False
+    try:
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _control(message: Message, event: MirrorEvent) -> bytes:
+    headers = message.headers
+    annotations: dict[Any, Any] = {
+        symbol(EVENT_TYPE): symbol(event.kind),
+        symbol(ADDRESS): event.destination,
+    }
+    queue = headers.get(P_QUEUE)
+    if queue is not None:
+        annotations[symbol(QUEUE)] = queue
+    if event.origin is not None:
+        annotations[symbol(BROKER_ID)] = event.origin
+    reason = headers.get(P_REASON, "0")
+    if is_decimal(reason) and int(reason):
+        annotations[symbol(ACK_REASON)] = ubyte(int(reason))
+    body = headers.get(P_MESSAGE, "") if event.kind == "postAck" else message.body.decode()
+    amqp = AmqpMessage(body=body, durable=True)
+    amqp.annotations = annotations
+    return bytes(amqp.encode())
