@@ -20,16 +20,8 @@ from ferrymq.util.text import is_decimal
 
 __all__ = ["DELIVERY_HEADERS", "amqp_for_local", "local_for_amqp"]
 
-DELIVERY_HEADERS = frozenset(
+DELIVERY_HEADERS = h.DELIVERY_HEADERS | frozenset(
     {
-        h.SUBSCRIPTION,
-        h.ACK_HEADER,
-        h.REDELIVERED,
-        h.CONTENT_LENGTH,
-        h.DESTINATION,
-        h.RECEIPT_HEADER,
-        h.TRANSACTION,
-        h.JMSX_DELIVERY_COUNT,
         h.MESSAGE_ID,
         h.TIMESTAMP,
         "JMS_AMQP_ORIGINAL_ENCODING",  # the AMQP adapter's note of how the body came in

@@ -42,20 +42,6 @@ from ferrymq.stomp import constants as h
 
 log = logging.getLogger(__name__)
 
-# MESSAGE headers that describe the delivery, not the message: never forwarded.
-_DELIVERY_HEADERS = frozenset(
-    {
-        h.SUBSCRIPTION,
-        h.ACK_HEADER,
-        h.REDELIVERED,
-        h.CONTENT_LENGTH,
-        h.DESTINATION,
-        h.RECEIPT_HEADER,
-        h.TRANSACTION,
-        h.JMSX_DELIVERY_COUNT,
-    }
-)
-
 
 class BridgeFailedError(Exception):
     """The bridge cannot go on (a connection or subscription ended); the connector rebuilds it."""
@@ -294,7 +280,7 @@ def forwarded_headers(
     headers: Mapping[str, str], source_broker_id: str, demand: Demand
 ) -> dict[str, str]:
     """The SEND headers that carry a delivered message on to the next broker."""
-    out = {k: v for k, v in headers.items() if k not in _DELIVERY_HEADERS}
+    out = {k: v for k, v in headers.items() if k not in h.DELIVERY_HEADERS}
     path = headers.get(h.BROKER_PATH)
     out[h.BROKER_PATH] = f"{path},{source_broker_id}" if path else source_broker_id
     key = headers.get(h.FERRYMQ_PRODUCER_MESSAGE_ID) or (

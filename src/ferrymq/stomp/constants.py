@@ -159,3 +159,18 @@ FERRYMQ_NETWORK_CONSUMER_IDS: Final = "ferrymq.network-consumer-ids"
 # ``queue://NAME`` / ``topic://NAME`` patterns, applied to each message of a demand subscription.
 FERRYMQ_NETWORK_EXCLUDED: Final = "ferrymq.network-excluded"
 FERRYMQ_NETWORK_INCLUDED: Final = "ferrymq.network-included"
+
+# Headers of a MESSAGE frame that describe one delivery, not the message: a bridge that sends a
+# received message on (a network bridge, a broker connection's sender) drops them.
+DELIVERY_HEADERS: Final = frozenset(
+    {
+        SUBSCRIPTION,
+        ACK_HEADER,
+        REDELIVERED,
+        CONTENT_LENGTH,
+        DESTINATION,
+        RECEIPT_HEADER,
+        TRANSACTION,
+        JMSX_DELIVERY_COUNT,
+    }
+)
