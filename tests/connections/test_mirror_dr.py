@@ -101,3 +101,39 @@ async def test_dual_mirror_producer_carries_on_at_dc2_after_a_sigkill(
     on_dc2 = await browse(dc2.url, "incoming")
     assert len(on_dc2) == len(set(on_dc2)), "a message is on DC2 twice"
     assert set(receipted) <= set(on_dc2), "a receipted message is lost"
+
+
+async def test_dual_mirror_survives_a_sigkill_of_dc2_under_load(
+    data_centers: tuple[BrokerProcess, BrokerProcess],
+) -> None:
+    """The other side dies: DC2 (the target of DC1's sync mirror) is SIGKILLed while a producer
+    sends to DC1, and restarted. DC1's sends wait for it (sync) and none is lost; DC2 ends with
+    every message once; consuming them on DC1 empties DC2 too (acks mirrored after the crash)."""
+    dc1, dc2 = data_centers
+    receipted: list[str] = []
+    under_way = asyncio.Event()
+
+    async def kill_and_restart_dc2() -> None:
+        await under_way.wait()
+        await asyncio.to_thread(dc2.kill)
+        await asyncio.to_thread(dc2.restart)
+
+    async with await connect(dc1.url) as producer:
+        killer = asyncio.ensure_future(kill_and_restart_dc2())
+        for i in range(TOTAL):
+            await producer.send("/queue/payments", f"s{i}", persistent=True)
+            receipted.append(f"s{i}")
+            if len(receipted) == BEFORE_KILL:
+                under_way.set()
+        await killer
+    expected = sorted(receipted)
+    assert sorted(await browse(dc1.url, "payments")) == expected
+    on_dc2 = await browse(dc2.url, "payments")
+    assert sorted(on_dc2) == expected, "DC2 lost or duplicated a receipted message"
+
+    async with await connect(dc1.url) as consumer:
+        subscription = await consumer.subscribe("/queue/payments", ack="client-individual")
+        for _ in range(TOTAL):
+            message = await subscription.get(timeout=WAIT_S)
+            await message.ack(receipt=True)  # sync: on DC2 once receipted
+    assert await browse(dc2.url, "payments") == []

@@ -76,10 +76,15 @@ class MirrorAcks:
     def apply(self, ack: PostAck) -> bool:
         """Apply now if the message is in memory (True: accept after the commit); else start
         the retries and leave the transfer unsettled (False)."""
-        if self._try(ack) in _SETTLED:
+        result = self._try(ack)
+        if result in _SETTLED:
             return True
         self.counters.acks_retried += 1
-        self.converter.service.spawn(self._retry(ack))
+        # A message in the store (a restarted broker pages its queues in lazily) is looked up
+        # at once: waiting a retry delay for it would hold every such ack (and, with a sync
+        # mirror, the client behind it) 100 ms.
+        first = 0.0 if result is Removal.PAGED_OUT else RETRY_DELAY_S
+        self.converter.service.spawn(self._retry(ack, first))
         return False
 
     def _try(self, ack: PostAck) -> Removal:
@@ -95,9 +100,11 @@ class MirrorAcks:
         """The queue or durable subscription named (None: not here)."""
         return mirror_apply.container_named(self.region, ack.address, ack.queue_name)
 
-    async def _retry(self, ack: PostAck) -> None:
+    async def _retry(self, ack: PostAck, first_delay_s: float) -> None:
+        delay_s = first_delay_s
         for _ in range(ATTEMPTS):
-            await asyncio.sleep(RETRY_DELAY_S)
+            await asyncio.sleep(delay_s)
+            delay_s = RETRY_DELAY_S
             if self._gone(ack):
                 return
             service = self.converter.service
