@@ -61,8 +61,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+## Two pytest-xdist workers (the machine's two cores; TEST_WORKERS=0 runs in this process), a
+## test file per worker at a time: module fixtures start once and a file's tests keep its order.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

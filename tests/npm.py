@@ -17,16 +17,16 @@ NPM_TIMEOUT_S = 300
 
 def npm_ci(directory: Path, required: Sequence[Path]) -> Path:
     """``directory``, after ``npm ci`` there unless every ``required`` file is already in place.
-    One install at a time per directory, whatever the number of test processes (pytest-xdist)."""
-    if all(path.exists() for path in required):
-        return directory
+    One install at a time per directory, whatever the number of test processes (pytest-xdist);
+    the check too is made under the lock, since ``npm ci`` empties node_modules first and another
+    process could otherwise see some required files of a half-done install and go on."""
     with (directory / ".npm-ci.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _install(directory, required)
 
 
 def _install(directory: Path, required: Sequence[Path]) -> Path:
-    if all(path.exists() for path in required):  # another process installed it meanwhile
+    if all(path.exists() for path in required):  # installed before, or by another process
         return directory
     npm = shutil.which("npm")
     if npm is None:

@@ -46,10 +46,9 @@ async def test_the_urls_tcp_options_are_applied(
 
 
 async def test_a_refused_preconnect_is_a_connect_failure() -> None:
-    with socket.socket() as probe:  # a port nothing listens on
+    with socket.socket() as probe:  # bound, not listening: held, and connections are refused
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with pytest.raises(ConnectFailedError):
-        await sockets.preconnect(
-            f"amqp://127.0.0.1:{port}", "127.0.0.1", port, options_of(f"amqp://127.0.0.1:{port}"), 5
-        )
+        url = f"amqp://127.0.0.1:{port}"
+        with pytest.raises(ConnectFailedError):
+            await sockets.preconnect(url, "127.0.0.1", port, options_of(url), 5)

@@ -6,11 +6,11 @@ from ferrymq.testing.brokers import (
     BrokerProcess,
     BrokerThread,
     broker_config,
-    free_port,
     listening,
 )
 from ferrymq.testing.clock import FakeClock, FakeTimer
 from ferrymq.testing.groups import broker_group, start_group, wait_for_master
+from ferrymq.testing.ports import free_port
 from ferrymq.testing.waiting import WaitTimeoutError, wait_until, wait_until_blocking
 
 __all__ = [

@@ -2,8 +2,8 @@
 
 In-process brokers are fast and let a test look inside (``broker.service.region``).  Separate
 processes are for what a test must do to a real broker: SIGKILL it, SIGSTOP it, restart it on the
-same data directory.  Both listen on 127.0.0.1 with port 0 unless told a port; the process
-variant reads the port from the ``listening stomp://HOST:PORT`` line the command prints.
+same data directory.  In-process brokers listen on 127.0.0.1 port 0 unless told a port; a process
+gets a ``free_port`` (``ferrymq.testing.ports``: reserved, so it can restart on it).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ferrymq.broker import Broker
 from ferrymq.config.activemq_xml import parse_config
 from ferrymq.config.cli import config_from_flags
 from ferrymq.config.model import BrokerConfig
+from ferrymq.testing.ports import free_port
 from ferrymq.testing.waiting import wait_until_blocking
 
 STARTUP_TIMEOUT_S = 30.0
@@ -128,16 +129,6 @@ class BrokerThread:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-def free_port(*, udp: bool = False) -> int:
-    """A port free right now on 127.0.0.1 (for a broker that must come back on the same port;
-    with ``udp``, a UDP port, for a multicast discovery group)."""
-    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
-    with socket.socket(socket.AF_INET, kind) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def listening(port: int, timeout_s: float = 1.0) -> bool:

@@ -25,7 +25,8 @@ from ferrymq.broker import Broker
 from ferrymq.client import Message, Subscription, connect
 from ferrymq.config.model import AdminConfig, MessageTraceConfig
 from ferrymq.core.destination import Destination
-from ferrymq.testing.brokers import broker_config, free_port
+from ferrymq.testing.brokers import broker_config
+from ferrymq.testing.ports import free_port
 from ferrymq.testing.waiting import WaitTimeoutError, wait_until
 
 _XML = """<beans><broker xmlns="http://activemq.apache.org/schema/core"
