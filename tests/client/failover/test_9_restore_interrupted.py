@@ -216,15 +216,18 @@ async def test_a_consumer_cancelled_while_no_broker_is_up_ends_and_is_not_restor
     nobody reads would swallow messages."""
     with ScriptedStompServer(broker_port, [Forward()], then=Refuse()) as server:
         async with await connect(f"failover:({server.url})?{FAST}") as connection:
+            subscribed = asyncio.Event()
 
             async def consume() -> None:
                 async with await connection.subscribe(QUEUE) as subscription:
+                    subscribed.set()
                     await subscription.get()
 
             task = asyncio.create_task(consume())
-            await wait_until(
-                lambda: connection.statistics().subscriptions == 1, 10.0, "the subscription"
-            )
+            # Its receipt came: the cancel below lands in ``async with``, not in ``subscribe``
+            # (``statistics().subscriptions`` counts it as soon as the SUBSCRIBE is written).
+            async with asyncio.timeout(10.0):
+                await subscribed.wait()
             server.drop()
             await wait_until(
                 lambda: connection.statistics().interruptions == 1, 10.0, "the interruption"
