@@ -46,6 +46,7 @@ from ferrymq.config.spring import (
 )
 from ferrymq.config.xml_bridge import read_jms_bridge_connectors
 from ferrymq.config.xml_broker_connections import (
+    check_advisories,
     check_sender_receiver_loops,
     read_broker_connections,
 )
@@ -303,7 +304,9 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         jms_bridge_connectors=tuple(
             _read(context, parts, "jmsBridgeConnectors", read_jms_bridge_connectors, [])
         ),
-        broker_connections=_broker_connections(context, parts),
+        broker_connections=_broker_connections(
+            context, parts, reader.boolean("advisorySupport", True)
+        ),
         management_context=_section(
             context, lambda: read_management_context(context, parts.get("managementContext")), None
         ),
@@ -329,13 +332,15 @@ def _read(
 
 
 def _broker_connections(
-    context: LoadContext, parts: Mapping[str, Element]
+    context: LoadContext, parts: Mapping[str, Element], advisory_support: bool
 ) -> tuple[AmqpConnectionConfig, ...]:
     """FerryMQ's extension: Artemis's `<broker-connections>` inside `<broker>`; a queue's
-    address is its name (activemq.xml has no addresses)."""
+    address is its name (activemq.xml has no addresses). Its senders, receivers, peers and
+    federations need the broker's advisories (broker.xml has no way to turn them off)."""
     none: list[AmqpConnectionConfig] = []
     found = tuple(_read(context, parts, "broker-connections", read_broker_connections, none))
     _section(context, lambda: check_sender_receiver_loops(context, found, str), None)
+    _section(context, lambda: check_advisories(context, found, advisory_support), None)
     return found
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "PeerConfig",
     "ReceiverConfig",
     "SenderConfig",
+    "advisory_refusals",
     "connection_endpoints",
 ]
 
@@ -243,3 +244,33 @@ class AmqpConnectionConfig:
     @property
     def mirror_queue(self) -> str:
         return MIRROR_QUEUE_PREFIX + self.name
+
+
+_ADVISORY_USERS = {
+    SenderConfig: "sender",
+    ReceiverConfig: "receiver",
+    PeerConfig: "peer",
+    FederationConfig: "federation",
+}
+"""The children that learn the local queues (`ActiveMQ.Advisory.Queue`) or consumers
+(`ActiveMQ.Advisory.Consumer.>`) from their own broker's advisories; the mirror does not."""
+
+
+def advisory_refusals(
+    connection: AmqpConnectionConfig,
+) -> list[tuple[BrokerConnectionElement, str]]:
+    """Each child of `connection` that cannot work on a broker with `advisorySupport="false"`,
+    with the line that says so: without advisories it would never see a queue or a consumer
+    and would silently do nothing. The loader and the runtime refuse the same ones."""
+    refusals: list[tuple[BrokerConnectionElement, str]] = []
+    for element in connection.elements:
+        tag = _ADVISORY_USERS.get(type(element))
+        if tag is not None:
+            message = (
+                f"<{tag}> of broker connection {connection.name!r} needs the broker's advisory "
+                f'topics, which advisorySupport="false" turns off (it learns the local queues '
+                'and consumers from them): set advisorySupport="true" on <broker>, or keep '
+                "only a <mirror> on this broker"
+            )
+            refusals.append((element, message))
+    return refusals

@@ -29,12 +29,13 @@ from ferrymq.config.broker_connections import (
     PeerConfig,
     ReceiverConfig,
     SenderConfig,
-    connection_endpoints,
+    advisory_refusals,
 )
+from ferrymq.config.connection_hosts import ConnectionURIError, check_connection_uri
 from ferrymq.config.errors import ConfigError
 from ferrymq.config.xml_document import Element, ElementReader, LoadContext
 
-__all__ = ["check_sender_receiver_loops", "read_broker_connections"]
+__all__ = ["check_advisories", "check_sender_receiver_loops", "read_broker_connections"]
 
 _NOT_YET: Mapping[str, str] = MappingProxyType(
     {
@@ -75,9 +76,11 @@ def _connection(context: LoadContext, element: Element) -> AmqpConnectionConfig:
     name = reader.required("name").strip()
     uri = "".join(reader.required("uri").split())
     try:
-        connection_endpoints(uri)
-    except ValueError as error:
-        raise reader.error(str(error), "uri") from None
+        check_connection_uri(uri)
+    except ConnectionURIError as error:
+        several = "#" in uri  # name the host of the list that is wrong
+        detail = f"{error.shown}: {error.detail}" if several else error.detail
+        raise reader.error(detail, "uri") from None
     retry = reader.integer("retry-interval", 5000, minimum=1)
     attempts = reader.integer("reconnect-attempts", -1, minimum=-1)
     config = AmqpConnectionConfig(
@@ -114,8 +117,17 @@ def _elements(context: LoadContext, element: Element) -> tuple[BrokerConnectionE
     return tuple(elements)
 
 
+_NOT_DURABLE = (
+    "ignored: the mirror queue is always durable, because its events are written in the same "
+    "store commit as the send or acknowledgement they reproduce, so that a restart or a crash "
+    "loses none of them"
+)
+
+
 def _mirror(context: LoadContext, element: Element) -> MirrorConfig:
     reader = context.reader(element)
+    if not reader.boolean("durable", True):
+        context.ignore(element, '<mirror durable="false">', _NOT_DURABLE)
     config = MirrorConfig(
         message_acknowledgements=reader.boolean("message-acknowledgements", True),
         queue_creation=reader.boolean("queue-creation", True),
@@ -274,6 +286,20 @@ def _property(context: LoadContext, element: Element) -> tuple[str, str]:
     children(context, element, ())
     finish(reader)
     return pair
+
+
+def check_advisories(
+    context: LoadContext, connections: tuple[AmqpConnectionConfig, ...], advisory_support: bool
+) -> None:
+    """A `<sender>`, `<receiver>`, `<peer>` or `<federation>` on a broker whose advisories are
+    off would never learn a queue or a consumer: an error on each (`advisory_refusals`)."""
+    if advisory_support:
+        return
+    for connection in connections:
+        for element, message in advisory_refusals(connection):
+            location = element.location or connection.location
+            line = None if location is None else location.line
+            context.report(ConfigError(context.source, line, "", None, message))
 
 
 def check_sender_receiver_loops(
