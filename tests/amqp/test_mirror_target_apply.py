@@ -13,10 +13,10 @@ from proton import Delivery, Message, symbol
 
 from ferrymq.adapters.amqp import mirror_acks
 from ferrymq.adapters.amqp.mirror_acks import ATTEMPTS, RETRY_DELAY_S
-from ferrymq.adapters.amqp.mirror_target import statistics_for
 from ferrymq.core import codec
 from ferrymq.core.destination import Destination
 from ferrymq.core.mirror import MirrorSpec
+from ferrymq.core.mirror_statistics import statistics_for
 from ferrymq.testing import BrokerThread, broker_config, wait_until_blocking
 from tests.amqp.mirror_source import (
     MirrorSource,

@@ -120,6 +120,10 @@ class Subscription:
         self._fresh = False
         """A message that is not a duplicate was delivered since the last failover."""
         self.duplicates_dropped = 0
+        self.audited = True
+        """False: every delivery is handed over, none is dropped as a duplicate (a reader that
+        deduplicates downstream, and whose messages may share ids: a broker connection's mirror
+        forwarder). Set it before acknowledging anything."""
 
     @property
     def closed(self) -> bool:
@@ -139,7 +143,7 @@ class Subscription:
                 self._browse_ended = True
                 self._finish(None)
                 return
-        elif self.ack_mode != ACK_AUTO:
+        elif self.ack_mode != ACK_AUTO and self.audited:
             if audit_key(event) in self._audit:
                 self.duplicates_dropped += 1
                 acknowledge = self.ack_mode != ACK_CLIENT or not self._fresh
@@ -162,6 +166,8 @@ class Subscription:
     def _acknowledged(self, message: Message) -> None:
         """The application settled ``message``: remember it (and, in ``client`` mode, every
         message it took before it)."""
+        if not self.audited:
+            return
         audit = self._audit
         if self.ack_mode == ACK_CLIENT and message in self._taken:
             while self._taken:
@@ -194,7 +200,7 @@ class Subscription:
             async with asyncio.timeout(timeout):
                 item = await self._queue.get()
         if isinstance(item, Message):
-            if self.ack_mode == ACK_CLIENT:
+            if self.ack_mode == ACK_CLIENT and self.audited:
                 self._taken.append(item)
             return item
         self._queue.put_nowait(item)  # every later call sees the end too
@@ -224,7 +230,7 @@ class Subscription:
             if not isinstance(item, Message):
                 self._queue.put_nowait(item)  # the end: the next call raises why
                 break
-            if self.ack_mode == ACK_CLIENT:
+            if self.ack_mode == ACK_CLIENT and self.audited:
                 self._taken.append(item)
             taken.append(item)
         return taken

@@ -11,7 +11,7 @@ the target is away. While connected, this element:
   ``amq.mirror``, or whose node id is this broker's own (a mirror to itself), fails the attempt
   (``LinkSetupError``, counted against ``reconnect-attempts``);
 - consumes the mirror queue as a client of its own broker over ``vm://``
-  (``client-individual`` acks, at most ``WINDOW`` events in flight), encodes each event
+  (cumulative ``client`` acks, at most ``WINDOW`` events in flight), encodes each event
   (``mirror_codec``) and acknowledges it locally only once the target settled it ``accepted``,
   which a FerryMQ target does after its durable write. A connection lost at any point leaves the
   unacknowledged events queued: they are sent again, and the target drops the repeats (its
@@ -63,8 +63,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["WINDOW", "MirrorElement", "mirror_elements"]
 
-WINDOW = 200
-"""Events in flight to the target at once (the local consumer's prefetch)."""
+WINDOW = 1000
+"""Events in flight to the target at once (the local consumer's prefetch): as many as a
+target grants credit by default (Artemis's ``amqpCredits``), so the stream never stops to wait for
+one batch's settlements before the next is taken."""
 
 
 class MirrorElement:
@@ -111,10 +113,13 @@ class MirrorElement:
         try:
             subscription = await own.subscribe(
                 f"/queue/{self.queue}",
-                ack=h.ACK_CLIENT_INDIVIDUAL,
+                ack=h.ACK_CLIENT,
                 prefetch=WINDOW,
                 id=f"mirror:{self.name}",
             )
+            # Every event is forwarded: the events of a composite send, or of a message moved
+            # or retried, share its ids; a repeat is the target's to drop (its dedup).
+            subscription.audited = False
             log.info("mirror %s: forwarding %s to %s (%s)", self.name, self.queue, remote.url, peer)
             await first_error(self._forward_all(subscription, link, peer))
         finally:
@@ -175,30 +180,45 @@ class MirrorElement:
     async def _acknowledge(
         self, settled: asyncio.Queue[tuple[Message, asyncio.Future[SendOutcome] | None]]
     ) -> None:
+        """Acknowledge the events locally in the order taken, cumulatively (``client`` acks):
+        one ACK covers every event settled before it, sent as soon as the next one is not
+        settled yet, so a sync mirror's clients never wait for a later event."""
+        unacknowledged: Message | None = None
         while True:
+            if unacknowledged is not None and settled.empty():
+                await self._ack(unacknowledged)
+                unacknowledged = None
             message, sent = await settled.get()
+            if sent is not None and not sent.done() and unacknowledged is not None:
+                await self._ack(unacknowledged)
+                unacknowledged = None
             if sent is None:
                 self.skipped += 1
             else:
-                outcome = await sent
-                if not outcome.accepted and outcome.outcome != "rejected":
-                    raise ConnectionError(
-                        f"mirror {self.name}: the target answered {outcome.outcome} "
-                        f"({outcome.description or 'no reason given'}); sending again later"
-                    )
-                if outcome.accepted:
-                    self.forwarded += 1
-                else:
-                    self.rejected += 1
-                    log.error(
-                        "mirror %s: the target rejected event %s (%s); it is dropped",
-                        self.name,
-                        message.message_id,
-                        outcome.description or "no reason given",
-                    )
-            await message.ack()
+                self._count(message, await sent)
             self._settled(message)
-            self._progress_ms = _now_ms()
+            unacknowledged = message
+
+    async def _ack(self, message: Message) -> None:
+        await message.ack()
+        self._progress_ms = _now_ms()
+
+    def _count(self, message: Message, outcome: SendOutcome) -> None:
+        if not outcome.accepted and outcome.outcome != "rejected":
+            raise ConnectionError(
+                f"mirror {self.name}: the target answered {outcome.outcome} "
+                f"({outcome.description or 'no reason given'}); sending again later"
+            )
+        if outcome.accepted:
+            self.forwarded += 1
+            return
+        self.rejected += 1
+        log.error(
+            "mirror %s: the target rejected event %s (%s); it is dropped",
+            self.name,
+            message.message_id,
+            outcome.description or "no reason given",
+        )
 
     def _taken(self, message: Message) -> None:
         self._oldest_ms = None

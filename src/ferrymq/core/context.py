@@ -9,6 +9,7 @@ Everything else a part needs is passed to it as a plain callable by the broker t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Protocol
 
@@ -42,6 +43,9 @@ class MirrorHooks(Protocol):
     def created(self, destination: Destination) -> None: ...
 
     def deleted(self, destination: Destination) -> None: ...
+
+    def purged(self, destination: Destination, entries: Sequence[Entry]) -> None:
+        """The operator purged (or removed) ``destination``, taking its waiting ``entries``."""
 
     def subscription_created(self, record: DurableSubscriptionRecord) -> None: ...
 

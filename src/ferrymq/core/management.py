@@ -33,6 +33,7 @@ from ferrymq.core.message import (
     MessageId,
     require_long,
 )
+from ferrymq.core.mirror import rerouting
 from ferrymq.core.outcome import Outcome, refused
 from ferrymq.core.queue import Queue
 from ferrymq.core.routing import Router
@@ -152,9 +153,13 @@ class Management:
         queue = self._queue(destination)
         count = queue.paged_out + len(queue.pending)
         usage = self._context.usage
-        for entry in queue.purge():
+        purged = queue.purge()
+        for entry in purged:
             if entry.stored and entry.message.persistent and queue.storable:
                 usage.store_used -= len(codec.encode(entry.message))  # as ``Queue.settle``
+        mirror = self._context.mirror
+        if mirror is not None:
+            mirror.purged(destination, purged)
         queue.stats.dequeued += count
         for consumer in queue.consumers:
             for entry in consumer.in_flight_entries():
@@ -182,6 +187,9 @@ class Management:
         queue = self._queues.get(destination)
         count = queue.depth if queue is not None else 0
         self._destinations.remove(destination)
+        mirror = self._context.mirror
+        if mirror is not None:
+            mirror.purged(destination, ())  # a mirror queue's events went with it
         return count
 
     def move(
@@ -197,7 +205,8 @@ class Management:
         """``moveMatchingMessagesTo``/``copyMatchingMessagesTo`` over what ``source`` holds in
         memory: at most ``limit`` waiting messages that ``selector`` selects (of those stored
         from ``from_seq`` on: a page just read in)."""
-        return self._decide(lambda: self._move(source, target, selector, limit, copy, from_seq))
+        with rerouting():
+            return self._decide(lambda: self._move(source, target, selector, limit, copy, from_seq))
 
     def _move(
         self,
@@ -238,7 +247,8 @@ class Management:
     ) -> Outcome:
         """``QueueViewMBean.retryMessages``: dead letters go back to the destination they were
         first sent to, with a fresh delivery count; one without that record stays."""
-        return self._decide(lambda: self._retry(dead_letter_queue, selector, limit, from_seq))
+        with rerouting():
+            return self._decide(lambda: self._retry(dead_letter_queue, selector, limit, from_seq))
 
     def _retry(
         self, queue_name: Destination, selector: str | None, limit: int | None, from_seq: int

@@ -27,10 +27,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from ferrymq.core.context import CoreContext
+from ferrymq.core.context import ACK_NORMAL, CoreContext
 from ferrymq.core.destination import Destination
 from ferrymq.core.entry import Entry
 from ferrymq.core.message import Message, MessageId
+from ferrymq.core.mirror_queue_policy import sparing_mirror_queues
 from ferrymq.core.queue import Queue
 from ferrymq.core.topic import Topic, TopicSubscription
 from ferrymq.store.base import DurableSubscriptionRecord
@@ -39,8 +40,10 @@ __all__ = [
     "MIRROR_QUEUE_PREFIX",
     "MirrorSpec",
     "MirrorTap",
+    "acked_at",
     "applying_for",
     "is_internal",
+    "rerouting",
 ]
 
 MIRROR_QUEUE_PREFIX = "$ACTIVEMQ_ARTEMIS_MIRROR_"
@@ -58,6 +61,8 @@ MESSAGE = "ferrymq.mirror.id"
 PERSISTENT = "ferrymq.mirror.persistent"
 PRIORITY = "ferrymq.mirror.priority"
 EXPIRES = "ferrymq.mirror.expires"
+ROUTE = "ferrymq.mirror.route"
+ACKED_AT = "ferrymq.mirror.acked-at"
 
 SEND = "send"
 POST_ACK = "postAck"
@@ -67,6 +72,8 @@ ADD_ADDRESS = "addAddress"
 DELETE_ADDRESS = "deleteAddress"
 
 _applying: ContextVar[str | None] = ContextVar("ferrymq_mirror_applying", default=None)
+_rerouting: ContextVar[str | None] = ContextVar("ferrymq_mirror_rerouting", default=None)
+_acked_at: ContextVar[str | None] = ContextVar("ferrymq_mirror_acked_at", default=None)
 
 
 @contextmanager
@@ -78,6 +85,30 @@ def applying_for(node_id: str) -> Iterator[None]:
         yield
     finally:
         _applying.reset(token)
+
+
+@contextmanager
+def acked_at(node_id: str) -> Iterator[None]:
+    """The mirror target applies an ack a consumer made on ``node_id``: passed on along a
+    chain, but never to that node (in a ring it would come back to where the message went)."""
+    token = _acked_at.set(node_id)
+    try:
+        yield
+    finally:
+        _acked_at.reset(token)
+
+
+@contextmanager
+def rerouting(route: str = "") -> Iterator[None]:
+    """An operator routes messages again (a move, a dead letter retried): each copy's mirrored
+    send gets an id of its own for the target's duplicate detection, since the message keeps
+    its id and may come back to a destination it was in before. A mirror target applying such
+    a send names its ``route``, which goes on along a chain."""
+    token = _rerouting.set(route)
+    try:
+        yield
+    finally:
+        _rerouting.reset(token)
 
 
 def is_internal(name: str) -> bool:
@@ -131,11 +162,12 @@ class MirrorTap:
         event, or by the forwarder's subscription)."""
         self._context = context
         self._queue = queue
+        context.policies = sparing_mirror_queues(context.policies, MIRROR_QUEUE_PREFIX)
         self._mirrors: list[_Mirror] = []
         self._quiet = 0
-        self._sync_pending: dict[int, None] = {}
-        """Sync events not yet acknowledged by their forwarder, by mirror-queue sequence, in
-        the order they were queued."""
+        self._sync_pending: dict[int, Destination] = {}
+        """Sync events not yet acknowledged by their forwarder (their mirror queue), by
+        sequence, in the order they were queued."""
         self._sync_new = 0
         self.on_sync_settled: Callable[[int], None] | None = None
         """Told, when a sync event is acknowledged, the lowest sequence still waiting (or one
@@ -144,6 +176,9 @@ class MirrorTap:
     def configure(self, specs: Sequence[MirrorSpec]) -> None:
         self._mirrors = [_Mirror(spec) for spec in specs]
         self._context.mirror = self if self._mirrors else None
+        kept = {m.destination for m in self._mirrors}
+        for gone in {d for d in self._sync_pending.values() if d not in kept}:
+            self.purged(gone, ())  # a mirror no longer configured: nobody waits for it
 
     @property
     def mirror_queues(self) -> tuple[Destination, ...]:
@@ -178,9 +213,15 @@ class MirrorTap:
             return  # nothing durable holds it: Artemis mirrors no send to temporary queues
         origin = message.origin_node
         skip = _applying.get()
+        route = _rerouting.get()
+        if route == "":
+            route = self._context.new_message_id()
         for mirror in self._mirrors:
             if mirror.wants(destination.name, origin, skip):
-                self._put(mirror, _send_event(message, mirror.destination, origin, skip))
+                event = _send_event(message, mirror.destination, origin, skip)
+                if route is not None:
+                    event.properties[ROUTE] = route
+                self._put(mirror, event)
 
     def removed(self, entry: Entry, reason: int) -> None:
         container = entry.container
@@ -188,7 +229,9 @@ class MirrorTap:
         if destination.name.startswith(MIRROR_QUEUE_PREFIX):
             self._forwarded(entry.seq)
             return
-        if self._quiet or not _mirrored(destination):
+        if self._quiet or not _mirrored(
+            destination, durable=isinstance(container, TopicSubscription)
+        ):
             return
         queue_name = _queue_name(container)
         if queue_name is None:
@@ -198,14 +241,21 @@ class MirrorTap:
         skip = _applying.get()
         if skip is None and entry.dropped:
             skip = origin  # the origin's ack dropped it while in flight here (mirror target)
+        made_at = _acked_at.get()
+        properties = {QUEUE: queue_name, MESSAGE: message.message_id}
+        if reason:
+            properties[REASON] = str(reason)
+        if made_at is not None:
+            properties[ACKED_AT] = made_at
         for mirror in self._mirrors:
             # An ack goes to the origin too (it holds the message); only not back to the node
-            # that made it here.
-            if mirror.spec.message_acknowledgements and mirror.wants(destination.name, None, skip):
-                properties = {QUEUE: queue_name, MESSAGE: message.message_id}
-                if reason:
-                    properties[REASON] = str(reason)
-                self._control(mirror, POST_ACK, destination, origin, skip, properties, b"")
+            # that made it here, nor to the node where its consumer acked.
+            if (
+                mirror.spec.message_acknowledgements
+                and mirror.wants(destination.name, None, skip)
+                and (made_at is None or made_at != mirror.peer)
+            ):
+                self._control(mirror, POST_ACK, destination, origin, skip, dict(properties), b"")
 
     def created(self, destination: Destination) -> None:
         if not _mirrored(destination) or self._quiet:
@@ -225,7 +275,7 @@ class MirrorTap:
 
     def subscription_created(self, record: DurableSubscriptionRecord) -> None:
         topic = Destination.parse_qualified(record.destination)
-        if not _mirrored(topic) or self._quiet:
+        if not _mirrored(topic, durable=True) or self._quiet:
             return
         name = f"{record.client_id}.{record.subscription_name}"
         extra: dict[str, object] = {
@@ -240,7 +290,7 @@ class MirrorTap:
 
     def subscription_removed(self, record: DurableSubscriptionRecord) -> None:
         topic = Destination.parse_qualified(record.destination)
-        if not _mirrored(topic) or self._quiet:
+        if not _mirrored(topic, durable=True) or self._quiet:
             return
         name = f"{record.client_id}.{record.subscription_name}"
         self._lifecycle(False, DELETE_QUEUE, topic, {QUEUE: name}, name.encode())
@@ -263,6 +313,22 @@ class MirrorTap:
             del self._sync_pending[seq]
             if self.on_sync_settled is not None:
                 self.on_sync_settled(self.sync_low_water)
+
+    def purged(self, destination: Destination, entries: Sequence[Entry]) -> None:
+        """The operator emptied (or removed) ``destination``; ``entries`` are the waiting
+        messages the purge took. A mirror queue's sync events will never be forwarded: nobody
+        waits for them any more. Another queue's purge is mirrored as an ack of each message
+        (as Artemis mirrors it); those in flight are acked by their consumer later."""
+        if destination.name.startswith(MIRROR_QUEUE_PREFIX):
+            pending = self._sync_pending
+            gone = [seq for seq, queue in pending.items() if queue == destination]
+            for seq in gone:
+                del pending[seq]
+            if gone and self.on_sync_settled is not None:
+                self.on_sync_settled(self.sync_low_water)
+            return
+        for entry in entries:
+            self.removed(entry, ACK_NORMAL)
 
     # -- making events --------------------------------------------------------------------------
 
@@ -312,16 +378,18 @@ class MirrorTap:
         # What a mirror target applies makes nobody wait: only a client's operation does (and
         # a dual mirror's target must not wait on its way back to the node it serves).
         if mirror.spec.sync and _applying.get() is None:
-            self._sync_pending[seq] = None
+            self._sync_pending[seq] = mirror.destination
             self._sync_new = seq
         queue.offer(event, seq)
 
 
-def _mirrored(destination: Destination) -> bool:
+def _mirrored(destination: Destination, *, durable: bool = False) -> bool:
+    """Whether anything of ``destination`` is mirrored; a ``durable`` subscription's topic may
+    be a wildcard (the target's subscription then collects what the mirrored sends bring)."""
     return not (
         destination.is_temporary
         or destination.is_advisory
-        or destination.is_wildcard
+        or (destination.is_wildcard and not durable)
         or is_internal(destination.name)
     )
 

@@ -7,11 +7,12 @@ mirrored onward to this broker's other mirrors but never back to that node.
 A mirrored send keeps its message id and its origin (``Message.origin_node``) and goes into its
 destination as it is (no scheduling, no authorization: the source did those; its producer's id
 joins the duplicate window, so a client that fails over to this broker and sends it again is
-recognised). It is deduplicated per origin by message id in the core's duplicate window
-(``region.dedup``); the window entry is written in the same store batch as the message, as a
-placeholder row added and removed at once (the way ``service.snapshot`` writes the window), so
-after a crash both are there or neither is, and a transfer the peer sends again after a
-reconnect is recognised.
+recognised). It is deduplicated per origin by message id and destination in the core's
+duplicate window (``region.dedup``): a composite or wildcard send puts copies with one message id
+into several destinations, each its own mirrored send. The window entry is written in the same
+store batch as the message, as a placeholder row added and removed at once (the way
+``service.snapshot`` writes the window), so after a crash both are there or neither is, and a
+transfer the peer sends again after a reconnect is recognised.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import Message
+from ferrymq.core.mirror import rerouting
 from ferrymq.core.queue import Queue
 from ferrymq.core.region import RegionBroker
 from ferrymq.core.selector import SelectorError
@@ -35,18 +37,23 @@ DEDUP_CONTAINER = "mirror://dedup"
 """Where the placeholder rows that carry the dedup window entries are written (and removed)."""
 
 
-def dedup_key(origin: str, message_id: str) -> str:
-    """Artemis's duplicate cache ``$ACTIVEMQ_ARTEMIS_MIRROR_<origin>``, keyed by the id."""
-    return f"{MIRROR_ADDRESS}_{origin}:{message_id}"
+def dedup_key(
+    origin: str, message_id: str, destination: Destination, route: str | None = None
+) -> str:
+    """Artemis's duplicate cache ``$ACTIVEMQ_ARTEMIS_MIRROR_<origin>``, keyed by the id and
+    where that copy was routed (the copies of one composite send share the id), and for a
+    message the peer's operator routed again (moved, retried), that routing's own id."""
+    key = f"{MIRROR_ADDRESS}_{origin}:{message_id}:{destination.qualified}"
+    return key if route is None else f"{key}:{route}"
 
 
-def route_mirrored(region: RegionBroker, message: Message) -> bool:
+def route_mirrored(region: RegionBroker, message: Message, route: str | None = None) -> bool:
     """Put a mirrored message into its destination; False when it was routed before (the
     peer sent it again): nothing is done, and its confirmation waits for the write in flight."""
     origin = message.origin_node
     if origin is None:
         raise ValueError("a mirrored message names its origin node")
-    key = dedup_key(origin, message.message_id)
+    key = dedup_key(origin, message.message_id, message.destination, route)
     dedup = region.dedup
     if dedup.is_duplicate(key):
         return False
@@ -58,7 +65,11 @@ def route_mirrored(region: RegionBroker, message: Message) -> bool:
         (AddMessage(DEDUP_CONTAINER, seq, b"", producer_message_id=key),
          RemoveMessage(DEDUP_CONTAINER, seq))
     )  # fmt: skip
-    region.route_internal(message)
+    if route is None:
+        region.route_internal(message)
+    else:
+        with rerouting(route):  # the onward mirrors' sends keep the route id
+            region.route_internal(message)
     return True
 
 

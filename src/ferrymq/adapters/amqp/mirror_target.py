@@ -25,8 +25,7 @@ from __future__ import annotations
 import enum
 import json
 import logging
-import weakref
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import proton
 
@@ -46,7 +45,8 @@ from ferrymq.core import mirror_apply
 from ferrymq.core.destination import Destination
 from ferrymq.core.errors import BrokerError
 from ferrymq.core.message import MessageId
-from ferrymq.core.mirror import applying_for
+from ferrymq.core.mirror import acked_at, applying_for
+from ferrymq.core.mirror_statistics import statistics_for
 from ferrymq.core.region import RegionBroker
 from ferrymq.core.removal import AckReason
 
@@ -57,6 +57,9 @@ MIRROR_CAPABILITY = "amq.mirror"
 BROKER_ID = "x-opt-amq-bkr-id"
 MESSAGE_ID = "x-opt-amq-mr-id"
 ROUTED_TO = "x-opt-amq-mr-dst"
+ROUTE = "x-opt-ferrymq-mr-route"
+ACKED_AT = "x-opt-ferrymq-mr-acked-at"
+"""A FerryMQ peer's id for a message its operator routed again (part of the dedup key)."""
 EVENT_TYPE = "x-opt-amq-mr-ev-type"
 EVENT_ADDRESS = "x-opt-amq-mr-adr"
 EVENT_QUEUE = "x-opt-amq-mr-qu"
@@ -86,31 +89,6 @@ class MirrorLink:
     """The peer's node id (its link property ``x-opt-amq-bkr-id``): the origin of a send that
     names none."""
     closed: bool = False
-
-
-@dataclass(slots=True)
-class MirrorStatistics:
-    sends: int = 0
-    duplicates: int = 0
-    events: int = 0
-    acks: int = 0
-    acks_retried: int = 0
-    acks_given_up: int = 0
-    """Acks dropped after their retries found no message (Artemis warns only when asked)."""
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-_STATISTICS: weakref.WeakKeyDictionary[RegionBroker, MirrorStatistics] = weakref.WeakKeyDictionary()
-
-
-def statistics_for(region: RegionBroker) -> MirrorStatistics:
-    """What the mirror links of this broker's connections applied since it started."""
-    statistics = _STATISTICS.get(region)
-    if statistics is None:
-        statistics = _STATISTICS[region] = MirrorStatistics()
-    return statistics
 
 
 class MirrorTarget:
@@ -208,7 +186,8 @@ class MirrorTarget:
         if region.producer_blocked(message) is not None:
             return Verdict.HOLD
         with applying_for(state.peer):
-            routed = mirror_apply.route_mirrored(region, message)
+            route = _text(delivery.get(ROUTE))
+            routed = mirror_apply.route_mirrored(region, message, route)
         stats = self.statistics
         if routed:
             stats.sends += 1
@@ -231,7 +210,10 @@ class MirrorTarget:
         reason = AckReason.of(annotations.get(ACK_REASON))
         ack = PostAck(state, work, address, queue_name, message_id, reason)
         self.statistics.acks += 1
-        return Verdict.ACCEPT if self.acks.apply(ack) else Verdict.WAIT
+        # Where its consumer acked: passed on along a chain, never back there (a ring). Only
+        # the first try knows it; a retried ack may go on to that node, which gives it up.
+        with acked_at(_text(annotations.get(ACKED_AT)) or state.peer):
+            return Verdict.ACCEPT if self.acks.apply(ack) else Verdict.WAIT
 
     def _control(self, kind: str, annotations: dict[object, object], value: object) -> None:
         region = self.region
