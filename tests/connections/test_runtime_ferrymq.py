@@ -64,7 +64,7 @@ async def test_sends_to_a_remote_ferrymq_broker(tmp_path: Path) -> None:
             assert depth(remote, "orders") == 1
             clients = BrokerServiceSource(remote.service).connection_statistics()
             amqp = [c for c in clients if c.protocol == "AMQP"]
-            assert [c.client_id for c in amqp] == [local.service.region.node_id]
+            assert [c.client_id for c in amqp] == [f"{local.service.region.node_id}:to-remote"]
 
 
 async def test_plain_login_to_a_secured_remote(tmp_path: Path) -> None:

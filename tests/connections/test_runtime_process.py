@@ -72,7 +72,7 @@ async def test_broker_command_serves_broker_connections_from_its_config(
             assert isinstance(info, dict)
             assert info["connectionName"] == "to-peer"
             node_id = (tmp_path / "edge" / "node-id").read_text().strip()
-            assert (info["nodeId"], seen.container_id) == (node_id, node_id)
+            assert (info["nodeId"], seen.container_id) == (node_id, f"{node_id}:to-peer")
         finally:
             await asyncio.to_thread(process.stop)
 

@@ -136,7 +136,7 @@ async def test_open_announces_connection_name_and_persistent_node_id(tmp_path: P
             assert broker.service.region.node_id == node_id  # kept across a restart
         first, second = peer.connections
         for seen in (first, second):
-            assert seen.container_id == node_id
+            assert seen.container_id == f"{node_id}:mirror-a"
             assert seen.properties["broker-connection-info"] == {
                 "connectionName": "mirror-a",
                 "nodeId": node_id,

@@ -166,6 +166,46 @@ BROKER_METRICS: Final = (
     ),
 )
 
+MIRROR_TARGET_METRICS: Final = (
+    BrokerMetric(
+        "ferrymq_mirror_target_sends_total",
+        COUNTER,
+        "Mirrored sends stored here as another broker's mirror target.",
+        ("mirror_target", "sends"),
+    ),
+    BrokerMetric(
+        "ferrymq_mirror_target_duplicates_total",
+        COUNTER,
+        "Mirrored sends already here (resent, or back round a ring).",
+        ("mirror_target", "duplicates"),
+    ),
+    BrokerMetric(
+        "ferrymq_mirror_target_events_total",
+        COUNTER,
+        "Mirrored queue and address events (create, delete) applied here.",
+        ("mirror_target", "events"),
+    ),
+    BrokerMetric(
+        "ferrymq_mirror_target_acks_total",
+        COUNTER,
+        "Mirrored acks received here.",
+        ("mirror_target", "acks"),
+    ),
+    BrokerMetric(
+        "ferrymq_mirror_target_acks_retried_total",
+        COUNTER,
+        "Mirrored acks tried again: their message was not here yet.",
+        ("mirror_target", "acks_retried"),
+    ),
+    BrokerMetric(
+        "ferrymq_mirror_target_acks_given_up_total",
+        COUNTER,
+        "Mirrored acks dropped: their message never came.",
+        ("mirror_target", "acks_given_up"),
+    ),
+)
+"""What other brokers' mirrors applied here (the broker document's ``mirror_target``)."""
+
 DESTINATION_LABELS: Final = ("type", "name")
 
 
@@ -215,7 +255,7 @@ class BrokerCollector:
             yield found
 
     def _broker_families(self) -> Iterator[Metric]:
-        for metric in BROKER_METRICS:
+        for metric in (*BROKER_METRICS, *MIRROR_TARGET_METRICS):
             found = family(metric.name, metric.type, metric.help)
             value = _lookup(self.statistics, metric.path)
             if value is not None:

@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ferrymq.config.model import BrokerConfig
 from ferrymq.core.destination import Destination
+from ferrymq.core.mirror_statistics import statistics_for
 from ferrymq.core.region import RegionBroker
 from ferrymq.core.statistics import DestinationStatistics
 
@@ -165,6 +166,8 @@ class BrokerServiceSource:
         statistics = dict(self._service.statistics())
         statistics.setdefault("name", self._service.config.broker_name)
         statistics.setdefault("id", self._service.broker_id)
+        # What the mirrors of other brokers applied here (this broker as their target).
+        statistics.setdefault("mirror_target", statistics_for(self._service.region).as_dict())
         return statistics
 
     def destination_statistics(self) -> Sequence[DestinationStatistics]:

@@ -123,6 +123,19 @@ def describe_broker_connections(records: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def describe_mirror_target(broker: dict[str, Any]) -> list[str]:
+    """One line of what other brokers' mirrors applied here; nothing if none ever did."""
+    numbers = broker.get("mirror_target") or {}
+    if not any(numbers.values()):
+        return []
+    return [
+        f"mirror target: {numbers.get('sends', 0)} send(s), "
+        f"{numbers.get('duplicates', 0)} duplicate(s), {numbers.get('events', 0)} event(s), "
+        f"{numbers.get('acks', 0)} ack(s) ({numbers.get('acks_retried', 0)} retried, "
+        f"{numbers.get('acks_given_up', 0)} given up)"
+    ]
+
+
 def describe_connections(connections: list[dict[str, Any]]) -> list[str]:
     """A count by protocol, one line per client connection, and under an AMQP connection
     one line per link (the broker's role, its name and address, credit, unsettled)."""
@@ -179,6 +192,8 @@ def run(args: argparse.Namespace) -> int:
     for line in describe_bridges(broker.get("network_bridges") or []):
         print(line)
     for line in describe_broker_connections(broker.get("broker_connections") or []):
+        print(line)
+    for line in describe_mirror_target(broker):
         print(line)
     header = ("TYPE", "NAME", "DEPTH", "ENQUEUED", "DEQUEUED", "CONSUMERS")
     table = [header] + [

@@ -179,7 +179,7 @@ class AmqpBrokerConnection:
         attempt, returns after a set-up connection dropped."""
         remote = await self._connect(
             host,
-            container_id=self.local.node_id,
+            container_id=self.container_id,
             user=self.config.user,
             password=self.config.password,
             properties=self._open_properties(),
@@ -191,6 +191,14 @@ class AmqpBrokerConnection:
             self.remote = None
             await remote.close()
 
+    @property
+    def container_id(self) -> str:
+        """``<node id>:<connection name>``: a FerryMQ remote takes the container id as a client
+        id, one connection each, so every connection of this broker needs its own; stable
+        across reconnects, since the remote keeps durable subscriptions (a federation's) under
+        it. The node id alone travels in ``broker-connection-info`` and on the links."""
+        return f"{self.local.node_id}:{self.name}"
+
     def _open_properties(self) -> Mapping[str, object]:
         return {CONNECTION_INFO: {"connectionName": self.name, "nodeId": self.local.node_id}}
 
@@ -199,6 +207,10 @@ class AmqpBrokerConnection:
             asyncio.ensure_future(element.run(remote), loop=asyncio.get_running_loop())
             for element in self.elements
         ]
+        for task in tasks:
+            # An element cut short may end with its cleanup's error after this connection
+            # stopped looking (the broker stopping): its end is read whatever happens.
+            task.add_done_callback(_read_end)
         closed = asyncio.ensure_future(remote.closed())
         set_up = False
         try:
@@ -231,6 +243,11 @@ class AmqpBrokerConnection:
                 quiet_since = loop.time()
             elif loop.time() - quiet_since >= SETUP_GRACE_S:
                 return True
+
+
+def _read_end(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _setup_error(task: asyncio.Future[None]) -> bool:

@@ -13,9 +13,12 @@ Nothing is acknowledged on either side before the other side has it:
 
 - sender: the local consumer is ``client-individual`` with a bounded prefetch; a message is
   acknowledged locally only once the remote settled it ``accepted``. ``released`` and
-  ``modified`` leave it unacknowledged and send it again after ``RETRY_S`` (Artemis returns it
-  to the queue; here it keeps its place, so order holds); ``rejected`` NACKs it locally, and
-  the local dead-letter policy decides (ActiveMQ's: a persistent message to the DLQ, a
+  ``modified`` leave it unacknowledged and offer it again after ``RETRY_S``, ahead of every
+  message of its queue not yet sent (Artemis returns it to the head of the queue): the queue's
+  sending pauses until it is settled otherwise. Messages already in flight when it came back
+  may arrive before it. After ``MAX_DELIVERY_ATTEMPTS`` offers (Artemis's default
+  ``max-delivery-attempts``) it is NACKed locally, as a ``rejected`` one is at once, and the
+  local dead-letter policy decides (ActiveMQ's: a persistent message to the DLQ, a
   non-persistent one dropped). A link or connection lost leaves the unacknowledged messages
   with the local broker, which redelivers them to the next connection's sender; a copy the
   remote may already hold carries the same ``ferrymq.producer-message-id``, which a FerryMQ
@@ -34,7 +37,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 
 from ferrymq.client import BrokerErrorFrame, Connection, Message, connect
 from ferrymq.connections.api import (
@@ -68,6 +71,9 @@ RECEIVER_CREDIT = 100
 """Link credit a receiver keeps open per queue."""
 RETRY_S = 1.0
 """Pause before a sender offers a released or modified message again."""
+MAX_DELIVERY_ATTEMPTS = 10
+"""Offers of one message a remote may release or modify before it goes to the local
+dead-letter policy (Artemis's ``max-delivery-attempts`` default)."""
 WAYPOINT = "qd.waypoint"
 """Apache Qpid Dispatch Router's terminus capability for a waypoint link (``<peer>``)."""
 
@@ -211,34 +217,85 @@ class SenderElement(_QueueElement):
         )
         address = self.address_of(queue)
         log.info("%s: sending queue %s to %s at %s", self.label, queue, address, remote.url)
+        gate = _Gate()
         async with asyncio.TaskGroup() as group:
             async for message in subscription:
-                group.create_task(self._forward(link, message, queue, counts))
+                await gate.wait()
+                group.create_task(self._forward(link, message, queue, counts, gate))
 
     async def _forward(
-        self, link: RemoteSender, message: Message, queue: str, counts: dict[str, int]
+        self,
+        link: RemoteSender,
+        message: Message,
+        queue: str,
+        counts: dict[str, int],
+        gate: _Gate,
     ) -> None:
         encoded = amqp_for_local(message, self.address_of(queue))
-        while True:
-            outcome = await link.send(encoded)
-            if outcome.accepted:
-                await message.ack()
-                counts["sent"] += 1
-                self.messages += 1
-                return
-            if outcome.outcome == "rejected":
-                log.warning(
-                    "%s: %s rejected message %s (%s); it goes to the local dead-letter policy",
-                    self.label,
-                    queue,
-                    message.message_id,
-                    outcome.description or "no reason given",
-                )
-                await message.nack()
-                counts["rejected"] += 1
-                return
-            counts["released"] += 1
-            await asyncio.sleep(RETRY_S)
+        with gate.holding() as hold:
+            for attempt in range(1, MAX_DELIVERY_ATTEMPTS + 1):
+                outcome = await link.send(encoded)
+                if outcome.accepted:
+                    await message.ack()
+                    counts["sent"] += 1
+                    self.messages += 1
+                    return
+                if outcome.outcome == "rejected":
+                    why = f"rejected: {outcome.description or 'no reason given'}"
+                    await self._dead_letter(message, queue, counts, why)
+                    return
+                counts["released"] += 1
+                hold()
+                if attempt < MAX_DELIVERY_ATTEMPTS:
+                    await asyncio.sleep(RETRY_S)
+            why = f"{outcome.outcome} {MAX_DELIVERY_ATTEMPTS} times"
+            await self._dead_letter(message, queue, counts, why)
+
+    async def _dead_letter(
+        self, message: Message, queue: str, counts: dict[str, int], why: str
+    ) -> None:
+        log.warning(
+            "%s: %s refused message %s (%s); it goes to the local dead-letter policy",
+            self.label,
+            queue,
+            message.message_id,
+            why,
+        )
+        await message.nack()
+        counts["rejected"] += 1
+
+
+class _Gate:
+    """One queue's sending, paused while a message the remote released waits to be offered
+    again, so that it goes before every message not yet sent."""
+
+    def __init__(self) -> None:
+        self._held = 0
+        self._open = asyncio.Event()
+        self._open.set()
+
+    async def wait(self) -> None:
+        await self._open.wait()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[Callable[[], None]]:
+        """A ``hold()`` that pauses the queue (once) until the block ends."""
+        held = False
+
+        def hold() -> None:
+            nonlocal held
+            if not held:
+                held = True
+                self._held += 1
+                self._open.clear()
+
+        try:
+            yield hold
+        finally:
+            if held:
+                self._held -= 1
+                if not self._held:
+                    self._open.set()
 
 
 class ReceiverElement(_QueueElement):

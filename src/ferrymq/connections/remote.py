@@ -3,7 +3,7 @@
 One socket (TCP, or TLS for ``amqps://`` or ``sslEnabled=true``), one ``amqp.peer.PeerEngine``
 on the event loop, one reader task and one idle-timeout timer, both owned here and ended by
 ``close``. The login is SASL PLAIN with the connection's user and password, ANONYMOUS without;
-the container id is this broker's node id and the open's properties carry
+the container id is the broker connection's (``<node id>:<name>``) and the open's properties carry
 ``broker-connection-info = {connectionName, nodeId}``, as Artemis announces its broker
 connections (ActiveMQ Artemis documentation, "Broker Connections").
 

@@ -27,11 +27,18 @@ from ferrymq.config.broker_connections import (
     PeerConfig,
     ReceiverConfig,
     SenderConfig,
+    advisory_refusals,
 )
 from ferrymq.config.model import BrokerConfig
 from ferrymq.connections.api import ConnectionElement, LocalSide
 from ferrymq.connections.broker_connection import AmqpBrokerConnection, ConnectionState
-from ferrymq.connections.local import BrokerLocalSide, NodeIdError, node_id_for
+from ferrymq.connections.local import (
+    BrokerLocalSide,
+    NodeIdError,
+    keep_node_id,
+    mirror_peers_in,
+    node_id_for,
+)
 from ferrymq.connections.remote_address import RemoteURIError
 from ferrymq.core.destination import Destination, DestinationType
 
@@ -100,10 +107,17 @@ class _Region(Protocol):
     def mirror(self) -> _Tap: ...
 
 
+class _Security(Protocol):
+    def in_process_login(self, user: str) -> tuple[str, str]: ...
+
+
 class ServedBroker(Protocol):
     """The parts of ``service.broker.BrokerService`` the broker connections need."""
 
     broker_id: str
+
+    @property
+    def security(self) -> _Security: ...
 
     @property
     def region(self) -> _Region: ...
@@ -138,6 +152,18 @@ def build_elements(connection: AmqpConnectionConfig, local: LocalSide) -> list[C
     return elements
 
 
+def _check_advisories(config: BrokerConfig) -> None:
+    """The loader refuses these with file and line; a configuration built in code is refused
+    here, before anything is written to the data directory."""
+    if config.advisory_support:
+        return
+    for connection in config.broker_connections:
+        for element, message in advisory_refusals(connection):
+            where = element.location or connection.location
+            shown = f"{where}: {message}" if where is not None else message
+            raise BrokerConnectionsError(shown)
+
+
 def vm_url(broker_id: str) -> str:
     return f"vm://{broker_id}?create=false"
 
@@ -145,8 +171,17 @@ def vm_url(broker_id: str) -> str:
 class BrokerConnections:
     """Every ``<amqp-connection>`` of a broker (a service attachment: ``start``/``stop``)."""
 
-    def __init__(self, configs: Sequence[AmqpConnectionConfig], local: LocalSide) -> None:
+    def __init__(
+        self,
+        configs: Sequence[AmqpConnectionConfig],
+        local: LocalSide,
+        in_process_login: Callable[[str], tuple[str, str]] | None = None,
+    ) -> None:
+        """``in_process_login(user)``: the broker's trusted ``vm://`` login for its own
+        clients (``BrokerSecurity.in_process_login``); without it the elements log in to their
+        broker with the connection's user and password."""
         self.local = local
+        self._in_process_login = in_process_login
         self.node_id_error: str | None = None
         """Why the node id file could not be used (the start then fails with it)."""
         self.connections: dict[str, AmqpBrokerConnection] = {}
@@ -159,13 +194,20 @@ class BrokerConnections:
         directory when persistent). A node id file that cannot be used fails the start, not
         this: the store reports an unusable data directory first, and better."""
         configs = config.broker_connections
+        _check_advisories(config)
         failure = None
         try:
-            node_id = node_id_for(config.broker_directory if config.persistent else None)
+            node_id = node_id_for(
+                config.broker_directory if config.persistent else None, keep=False
+            )
         except NodeIdError as exc:
             node_id, failure = service.region.node_id, str(exc)
         region = service.region
         region.node_id = node_id
+        directory = config.broker_directory if config.persistent and failure is None else None
+        peers = mirror_peers_in(directory)
+        for mirror, peer in peers.items():  # the tap skips a known peer's own events at once
+            region.mirror.learn_peer(mirror, peer)
 
         def depth(name: str) -> int | None:
             queue = region.queues.get(Destination(DestinationType.QUEUE, name))
@@ -179,13 +221,20 @@ class BrokerConnections:
             list_queues=lambda: [d.name for d in region.queues if not d.is_temporary],
             depth_of=depth,
             learn_peer=region.mirror.learn_peer,
+            directory=directory,
+            mirror_peers=peers,
             addresses={
                 d.name: d.matched_address
                 for d in config.startup_destinations
                 if d.kind == "queue" and d.address
             },
         )
-        connections = cls(configs, local)
+        connections = cls(configs, local, service.security.in_process_login)
+        if directory is not None:  # written only now: a uri above may have failed the start
+            try:
+                keep_node_id(directory, node_id)
+            except NodeIdError as exc:
+                failure = str(exc)
         connections.node_id_error = failure
         return connections
 
@@ -193,9 +242,12 @@ class BrokerConnections:
         where = f" ({config.location})" if config.location is not None else ""
         local = self.local
         if isinstance(local, BrokerLocalSide) and local.user is None:
-            # As ActiveMQ's network bridge does, its elements log in to their own broker with
-            # the connection's user and password (a broker without authentication takes any).
-            local = replace(local, user=config.user, password=config.password)
+            # The elements act for the broker itself, as Artemis runs them inside it: the
+            # connection's user is the remote's and may not exist here.
+            user, password = config.user, config.password
+            if self._in_process_login is not None:
+                user, password = self._in_process_login(f"broker-connection:{config.name}")
+            local = replace(local, user=user, password=password)
         try:
             elements = build_elements(config, local)
             unavailable = None

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
+import secrets
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -127,6 +129,8 @@ class BrokerSecurity:
         self._logins: set[asyncio.Task[Subject | None]] = set()
         self._queue = LoginQueue()
         self.authenticator: Authenticator | None = None
+        self._in_process: dict[str, str] = {}
+        """The broker's own in-process logins: user -> passcode (``in_process_login``)."""
         self.use(authenticator, authorizer)
 
     @classmethod
@@ -146,6 +150,26 @@ class BrokerSecurity:
     def authorizer(self) -> Authorizer | None:
         return self._region.clients.authorizer
 
+    def in_process_login(self, user: str) -> tuple[str, str]:
+        """A login for the broker's own clients over ``vm://`` (its broker connections'
+        elements, which Artemis runs inside the broker, beyond its users): accepted only from
+        this process, with a passcode made at random here, whatever the authentication
+        configured, as a member of the privileged group."""
+        passcode = self._in_process.setdefault(user, secrets.token_urlsafe(32))
+        return user, passcode
+
+    def _in_process_subject(
+        self, transport: TransportConnection | None, login: str | None, passcode: str | None
+    ) -> Subject | None:
+        expected = self._in_process.get(login or "")
+        if expected is None or passcode is None or login is None:
+            return None
+        if transport is not None and transport.remote_address is not None:
+            return None  # a network client: never, whatever it sends
+        if not hmac.compare_digest(expected.encode(), passcode.encode(errors="replace")):
+            return None
+        return Subject(login, frozenset({self.privileged_group}))
+
     def begin_login(
         self,
         transport: TransportConnection | None,
@@ -161,6 +185,11 @@ class BrokerSecurity:
             known: asyncio.Future[Subject | None] = loop.create_future()
             known.set_result(None)
             return known
+        trusted = self._in_process_subject(transport, login, passcode)
+        if trusted is not None:
+            own: asyncio.Future[Subject | None] = loop.create_future()
+            own.set_result(trusted)
+            return own
         credentials = Credentials(
             login=login,
             passcode=passcode,

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ferrymq.service.broker import BrokerService
 
 log = logging.getLogger(__name__)
+BROKER_CONNECTION_INFO = "broker-connection-info"
 
 VERSION = "1.0"
 
@@ -106,6 +107,9 @@ class AmqpConverter:
         self.senders = Senders(self)
         self.receivers = Receivers(self)
         self.client_id: str | None = None
+        self.broker_connection = False
+        """The client is another broker's broker connection (its open says
+        ``broker-connection-info``, as Artemis's and FerryMQ's do)."""
         self._handshake: SaslHandshake | None = SaslHandshake(
             service, connection, self._sasl_finished
         )
@@ -314,6 +318,9 @@ class AmqpConverter:
         if not self.service.accepting_clients:
             raise BrokerError("this broker is waiting for its slave to attach (waitForSlave)")
         container = endpoint.remote_container or None
+        self.broker_connection = BROKER_CONNECTION_INFO in (endpoint.remote_properties or {})
+        if container is not None and self.broker_connection:
+            self._replace_stale(container)
         transport = connection.transport
         added = self.region.add_connection(
             self.connection_id,
@@ -343,6 +350,18 @@ class AmqpConverter:
             write_interval_ms=max(1, int(remote_idle_s * 1000) // 2) if remote_idle_s else 0,
         )
         self.flush()
+
+    def _replace_stale(self, container: str) -> None:
+        """Another broker's broker connection opens again while its previous connection still
+        holds the container id here (a crash or a network cut this side has not seen yet). A
+        broker connection has one connection at a time, so the older one is dead: the newer
+        one takes its place, as ActiveMQ's ``allowLinkStealing`` does for any client."""
+        holder = self.region.client_ids.get(container)
+        older = self.service.connections.get(holder) if holder is not None else None
+        if older is None or older is self.connection:
+            return
+        if getattr(older.converter, "broker_connection", False):
+            older.close(f"broker connection {container} opened again from elsewhere")
 
     def _refuse_client_id(self, message: str) -> None:
         """Another connection has this container-id: open, then close with the condition Qpid
