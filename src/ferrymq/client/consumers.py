@@ -75,13 +75,33 @@ class Consumers:
         self._subscriptions[sub_id] = subscription  # messages may follow the receipt at once
         receipt_id = self._requests.next_receipt() if receipt else None
         command = Subscribe(sub_id, destination, ack, selector, headers, receipt_id)
+        written = False
+
+        def on_its_way() -> None:
+            nonlocal written
+            written = True
+
         try:
-            await self._requests.call(command, receipt_id)
-        except BaseException:
+            await self._requests.call(command, receipt_id, on_its_way)
+        except BaseException as error:
             self._forget(subscription)
             subscription._finish(None)
+            if written and isinstance(error, asyncio.CancelledError):
+                self._withdraw(sub_id)
             raise
         return subscription
+
+    def _withdraw(self, sub_id: str) -> None:
+        """A SUBSCRIBE went out but its caller gave up waiting for the receipt: take it back
+        (a plain UNSUBSCRIBE, settled at once by a failover transport with no broker), or the
+        broker, or the next one a failover restores it on, would hand its messages to nobody."""
+        if not self._requests.open:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._requests.transport.write(Unsubscribe(sub_id, None, None))
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
 
     async def unsubscribe(
         self, subscription: Subscription, *, durable: bool, receipt: bool
@@ -160,7 +180,7 @@ class Consumers:
     def _background_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.debug("acknowledging a duplicate failed: %s", task.exception())
+            log.debug("a background command failed: %s", task.exception())
 
     # ---- transactions ----
 

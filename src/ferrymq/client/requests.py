@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from enum import Enum
 from typing import Protocol
 
@@ -61,13 +62,24 @@ class Requests:
         # A new instance each time, so tracebacks do not pile up on one object.
         raise ConnectionClosed(reason.message, error=reason.error) from reason.__cause__
 
-    async def call(self, command: Command, receipt_id: str | None) -> None:
+    async def call(
+        self,
+        command: Command,
+        receipt_id: str | None,
+        written: Callable[[], None] | None = None,
+    ) -> None:
         """Send ``command`` on an open connection; with ``receipt_id``, return once the broker
-        receipted it (raising its ERROR if it refused)."""
+        receipted it (raising its ERROR if it refused). ``written`` is called once the command
+        is on its way (the transport took it), before its receipt comes."""
         self.check_open()
-        await self.request(command, receipt_id)
+        await self.request(command, receipt_id, written)
 
-    async def request(self, command: Command, receipt_id: str | None) -> None:
+    async def request(
+        self,
+        command: Command,
+        receipt_id: str | None,
+        written: Callable[[], None] | None = None,
+    ) -> None:
         """``call`` without the check (the DISCONNECT of a connection already closing)."""
         if receipt_id is None:
             await self.transport.write(command)
@@ -76,6 +88,8 @@ class Requests:
         self._receipts[receipt_id] = waiter
         try:
             await self.transport.write(command)
+            if written is not None:
+                written()
             await waiter
         finally:
             if self._receipts.get(receipt_id) is waiter:

@@ -244,3 +244,33 @@ async def test_a_consumer_cancelled_while_no_broker_is_up_ends_and_is_not_restor
             async with await connect(f"tcp://127.0.0.1:{broker_port}") as other:
                 subscription = await other.subscribe(QUEUE, ack="client-individual")
                 assert await take(subscription, 5) == [f"m{n}" for n in range(5)]
+
+
+async def test_a_subscribe_cancelled_before_its_receipt_is_taken_back(broker_port: int) -> None:
+    """The same, one step earlier: the task is cancelled inside ``subscribe()``, its SUBSCRIBE
+    written but its receipt not come (the broker's answers are held back), and the connection
+    fails over. The subscription is withdrawn, not restored on the next broker to swallow
+    messages nobody reads."""
+    with ScriptedStompServer(broker_port, [Forward()], then=Refuse()) as server:
+        async with await connect(f"failover:({server.url})?{FAST}") as connection:
+            server.freeze("down")  # the RECEIPT never comes back
+            task = asyncio.create_task(connection.subscribe(QUEUE))
+            await wait_until(
+                lambda: connection.statistics().subscriptions == 1, 10.0, "the SUBSCRIBE written"
+            )
+            server.drop()
+            await wait_until(
+                lambda: connection.statistics().interruptions == 1, 10.0, "the interruption"
+            )
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=WAIT_S)
+            assert done == {task}
+            assert task.cancelled()
+            server.follow([])  # the broker is back
+            await wait_until(
+                lambda: connection.statistics().transport.failovers == 1, 10.0, "a failover"
+            )
+            await send(broker_port, 0, 5)
+            async with await connect(f"tcp://127.0.0.1:{broker_port}") as other:
+                subscription = await other.subscribe(QUEUE, ack="client-individual")
+                assert await take(subscription, 5) == [f"m{n}" for n in range(5)]
