@@ -151,6 +151,10 @@ class AuthorizationConfig:
     """`<tempDestinationAuthorizationEntry>`: who may use temporary destinations. None:
     anybody may (as ActiveMQ)."""
     location: Location | None = field(default=None, compare=False)
+    most_specific: bool = False
+    """Artemis's `<security-settings>` (docs/artemis-config.md): only the last entry of
+    `entries` that covers a destination counts (they come least specific first), rather than
+    every matching entry joined as in ActiveMQ."""
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ class AuthorizationMap:
                 if pattern.strip():
                     parts = tuple(pattern.strip().split("."))
                     self._entries[_FAMILY[entry.kind]].append((parts, _access(entry)))
+        self._most_specific = config.most_specific
         self._default = None if config.default_entry is None else _access(config.default_entry)
         temp = [_access(config.temp_destination)] if config.temp_destination else []
         self._temp: dict[DestinationType, _Groups | None] = {}
@@ -119,6 +120,8 @@ class AuthorizationMap:
             return None if temp is None else temp[_INDEX[operation]]
         key = tuple(destination.name.split("."))
         found = [groups for parts, groups in self._entries[destination.type] if _covers(parts, key)]
+        if self._most_specific:  # Artemis's settings: the most specific alone
+            found = found[-1:]
         if self._default is not None:
             found.append(self._default)
         return _join(found)[_INDEX[operation]]
