@@ -6,11 +6,12 @@ is what the ActiveMQ Artemis documentation's "Broker Connections" chapter needs 
 user writes with it: `<core>`'s `name`, `persistence-enabled`, the journal directory (FerryMQ's
 SQLite store lives there; paging, bindings and large messages live in the same store),
 `<acceptors>` (`artemis_acceptors`), `<addresses>` and `<address-settings>`
-(`artemis_addresses`) and `<broker-connections>` (`xml_broker_connections`). The rules are
-activemq.xml's: an unknown element or attribute is an error with file, line and a
-did-you-mean; a valid Artemis setting FerryMQ does not act on is one warning saying why; one
-that would make the broker silently do less than the file says (HA, clustering, security) is
-refused. docs/artemis-config.md lists it all.
+(`artemis_addresses`), `security-enabled` and `<security-settings>` with the JAAS users files
+next to broker.xml (`artemis_security`) and `<broker-connections>` (`xml_broker_connections`).
+The rules are activemq.xml's: an unknown element or attribute is an error with file, line and
+a did-you-mean; a valid Artemis setting FerryMQ does not act on is one warning saying why; one
+that would make the broker silently do less than the file says (HA, clustering) is refused.
+docs/artemis-config.md lists it all.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TypeVar
 from ferrymq.config.artemis_acceptors import read_acceptors
 from ferrymq.config.artemis_addresses import AddressSettings, read_address_settings, read_addresses
 from ferrymq.config.artemis_reading import children, finish, text_value
+from ferrymq.config.artemis_security import read_security
 from ferrymq.config.broker_connections import AmqpConnectionConfig
 from ferrymq.config.errors import ConfigError
 from ferrymq.config.model import BrokerConfig, StartupDestination
@@ -107,11 +109,6 @@ _IGNORED: Mapping[str, str] = MappingProxyType(
 )
 _REFUSED: Mapping[str, str] = MappingProxyType(
     {
-        "security-settings": (
-            "Artemis's security settings: FerryMQ reads security from activemq.xml's "
-            "<plugins> (docs/security.md); Artemis's users live outside broker.xml, so the "
-            "broker would run without the security this file asks for"
-        ),
         "ha-policy": "Artemis HA policies; use FerryMQ's master/slave (docs/master-slave.md)",
         "cluster-connections": "Artemis clusters; use activemq.xml's networkConnectors",
         "discovery-groups": "Artemis discovery groups; use activemq.xml's networkConnectors",
@@ -129,7 +126,7 @@ _REFUSED: Mapping[str, str] = MappingProxyType(
 _READ = {
     "name", "persistence-enabled", "journal-directory", "paging-directory",
     "bindings-directory", "large-messages-directory", "security-enabled", "acceptors",
-    "addresses", "address-settings", "broker-connections",
+    "addresses", "address-settings", "broker-connections", "security-settings",
 }  # fmt: skip
 _STORE_PARTS = {
     "paging-directory": "paged messages",
@@ -162,7 +159,14 @@ def _core(context: LoadContext, core: Element) -> BrokerConfig:
         for name, element in parts.items()
         if name not in _SECTIONS
     }
-    _security(context, parts, values)
+    enabled = _boolean(context, parts, values, "security-enabled", True)
+    security = _part(
+        context,
+        lambda: read_security(
+            context, enabled, parts.get("security-enabled"), parts.get("security-settings")
+        ),
+        None,
+    )
     persistent = _boolean(context, parts, values, "persistence-enabled", True)
     no_destinations: list[StartupDestination] = []
     destinations = tuple(_section(context, parts, "addresses", read_addresses, no_destinations))
@@ -183,6 +187,7 @@ def _core(context: LoadContext, core: Element) -> BrokerConfig:
         redelivery_policies=settings.redelivery,
         startup_destinations=destinations,
         broker_connections=connections,
+        security=security,
         source=context.source,
         location=context.location(core),
     )
@@ -223,25 +228,15 @@ _MISSPELT_REASON = (
     "read as <broker-connections>, the element's name in Artemis's schema (the Artemis "
     'manual\'s "Store and Forward Queue" example spells it without the s)'
 )
-_SECTIONS = {"acceptors", "addresses", "address-settings", "broker-connections"}
+_SECTIONS = {
+    "acceptors", "addresses", "address-settings", "broker-connections", "security-settings",
+}  # fmt: skip
 
 
 def _addresses(destinations: tuple[StartupDestination, ...]) -> Callable[[str], str]:
     """A queue's address: the one `<addresses>` declares it under, else its own name."""
     known = {d.name: d.matched_address for d in destinations if d.kind == "queue"}
     return lambda queue: known.get(queue, queue)
-
-
-def _security(
-    context: LoadContext, parts: Mapping[str, Element], values: Mapping[str, str]
-) -> None:
-    if _boolean(context, parts, values, "security-enabled", False):
-        message = (
-            "not supported yet: security-enabled=true asks for Artemis's users and roles, "
-            "which live outside broker.xml; write the broker's security in activemq.xml's "
-            "<plugins> (docs/security.md), or set <security-enabled>false</security-enabled>"
-        )
-        context.report(context.error(parts["security-enabled"], message))
 
 
 def _boolean(

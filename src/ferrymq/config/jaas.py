@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal, cast
 
@@ -32,6 +33,7 @@ __all__ = [
     "LOGIN_CONFIG_PROPERTY",
     "PROPERTIES_MODULE",
     "find_login_config",
+    "read_artemis_login_entry",
     "read_login_entry",
 ]
 
@@ -59,6 +61,13 @@ def find_login_config(properties: Mapping[str, str]) -> Path:
 
 def read_login_entry(path: Path, name: str, properties: Mapping[str, str]) -> JaasLoginConfig:
     """The entry `name` of the login.config at `path`, its modules checked."""
+    entry = _read_entry(path, name, properties)
+    for module in entry.modules:
+        _check_module(module, str(path))
+    return entry
+
+
+def _read_entry(path: Path, name: str, properties: Mapping[str, str]) -> JaasLoginConfig:
     source = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -69,10 +78,41 @@ def read_login_entry(path: Path, name: str, properties: Mapping[str, str]) -> Ja
         known = ", ".join(sorted(entries)) or "none"
         message = f"no entry named {name!r} in this login.config (it has: {known})"
         raise ConfigError(source, None, "", None, message)
-    entry = entries[name]
-    for module in entry.modules:
-        _check_module(module, source)
-    return entry
+    return entries[name]
+
+
+_ARTEMIS_PACKAGE = "org.apache.activemq.artemis.spi.core.security.jaas."
+_ARTEMIS_OPTIONS = {
+    "org.apache.activemq.jaas.properties.role": "org.apache.activemq.jaas.properties.group",
+    "org.apache.activemq.jaas.guest.role": "org.apache.activemq.jaas.guest.group",
+    "org.apache.activemq.jaas.textfiledn.role": "org.apache.activemq.jaas.textfiledn.group",
+}
+"""Artemis's login modules are ActiveMQ's under another package, with `role` for `group`."""
+
+
+def read_artemis_login_entry(
+    path: Path, name: str, properties: Mapping[str, str]
+) -> JaasLoginConfig:
+    """The entry `name` of an ActiveMQ Artemis login.config, read as its ActiveMQ twin (the
+    same modules and files; `...properties.role` is ActiveMQ's `...properties.group`)."""
+    entry = _read_entry(path, name, properties)
+    modules = tuple(
+        replace(
+            module,
+            class_name=_activemq_class(module.class_name),
+            options=tuple((_ARTEMIS_OPTIONS.get(k, k), v) for k, v in module.options),
+        )
+        for module in entry.modules
+    )
+    for module in modules:
+        _check_module(module, str(path))
+    return replace(entry, modules=modules)
+
+
+def _activemq_class(class_name: str) -> str:
+    if class_name.startswith(_ARTEMIS_PACKAGE):
+        return "org.apache.activemq.jaas." + class_name.removeprefix(_ARTEMIS_PACKAGE)
+    return class_name
 
 
 def _check_module(module: LoginModuleConfig, source: str) -> None:
