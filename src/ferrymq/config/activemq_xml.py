@@ -16,7 +16,7 @@ whole file and lists every problem instead of stopping at the first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -148,18 +148,6 @@ def _load(
     return _read_config(_context(source, properties, base), data)
 
 
-def _section(context: LoadContext, read: Callable[[], _T], default: _T) -> _T:
-    """Read one part of the file; when collecting, an error there is noted and reading goes on
-    with the part's default."""
-    try:
-        return read()
-    except ConfigError as error:
-        if not context.collect:
-            raise
-        context.errors.append(error)
-        return default
-
-
 def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
     source = context.source
     root = read_document(data, source)
@@ -169,7 +157,7 @@ def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
         broker = root
     elif root.name == "beans":
         broker, beans = _beans(context, root, ignored)
-        _section(context, lambda: read_placeholder_files(context, beans, ignored), None)
+        context.attempt(lambda: read_placeholder_files(context, beans, ignored), None)
     elif root.name in ("configuration", "core"):  # ActiveMQ Artemis's broker.xml
         config = read_broker_xml(context, root)
         ordered = tuple(sorted(context.ignored, key=lambda i: i.location.line or 0))
@@ -184,10 +172,10 @@ def _read_config(context: LoadContext, data: bytes | str) -> BrokerConfig:
         raise context.error(root, "expected <beans> or <broker> as the document root")
     config = _broker(context, broker, ignored)
     no_beans: list[tuple[Element, str]] = []
-    checked = _section(context, lambda: check_beans(context, beans), no_beans)
+    checked = context.attempt(lambda: check_beans(context, beans), no_beans)
     for element, reason in checked:
         ignored.append(IgnoredElement(context.location(element), element.describe("class"), reason))
-    admin = _section(context, lambda: admin_from_beans(context, beans), None) or config.admin
+    admin = context.attempt(lambda: admin_from_beans(context, beans), None) or config.admin
     ignored.extend(context.ignored)
     ordered = tuple(sorted(ignored, key=lambda i: i.location.line or 0))
     return replace(config, admin=admin, ignored=ordered)
@@ -205,7 +193,7 @@ def _beans(
         if child.name == "broker":
             brokers.append(child)
         elif child.name == "bean":
-            _section(context, partial(register_bean, context, child), None)
+            context.attempt(partial(register_bean, context, child), None)
             beans.append(child)
         elif child.name == "import":
             ignored.append(_import(context, child))
@@ -251,11 +239,13 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         broker_name = "localhost"
     if "shutdownHooks" in parts:
         hooks = parts["shutdownHooks"]
-        ignored.extend(_section(context, lambda: _shutdown_hooks(context, hooks), []))
+        ignored.extend(context.attempt(lambda: _shutdown_hooks(context, hooks), []))
     no_plugins: tuple[
         RedeliveryPluginConfig | None, MessageTraceConfig | None, SecurityConfig | None
     ] = (None, None, None)
-    redelivery, message_trace, security = _read(context, parts, "plugins", read_plugins, no_plugins)
+    redelivery, message_trace, security = context.read_part(
+        parts, "plugins", read_plugins, no_plugins
+    )
     start = reader.boolean("start", True)
     if not start:
         reason = (
@@ -279,56 +269,41 @@ def _broker(context: LoadContext, element: Element, ignored: list[IgnoredElement
         use_virtual_dest_subs=reader.boolean("useVirtualDestSubs", False),
         bean_id=reader.optional("id"),
         transport_connectors=tuple(
-            _read(context, parts, "transportConnectors", read_transport_connectors, [])
+            context.read_part(parts, "transportConnectors", read_transport_connectors, [])
         ),
         network_connectors=tuple(
-            _read(context, parts, "networkConnectors", read_network_connectors, [])
+            context.read_part(parts, "networkConnectors", read_network_connectors, [])
         ),
         persistence=_persistence(context, parts, persistent, ignored),
-        system_usage=_section(
-            context,
+        system_usage=context.attempt(
             lambda: read_system_usage(context, parts.get("systemUsage")),
             SystemUsageConfig(),
         ),
-        destination_policy=_read(
-            context, parts, "destinationPolicy", read_destination_policy, PolicyMap()
+        destination_policy=context.read_part(
+            parts, "destinationPolicy", read_destination_policy, PolicyMap()
         ),
         redelivery_policies=redelivery,
         message_trace=message_trace,
         security=security,
-        services=_section(
-            context,
+        services=context.attempt(
             lambda: _services(context, reader, parts.get("services")),
             ServicesConfig(),
         ),
         jms_bridge_connectors=tuple(
-            _read(context, parts, "jmsBridgeConnectors", read_jms_bridge_connectors, [])
+            context.read_part(parts, "jmsBridgeConnectors", read_jms_bridge_connectors, [])
         ),
         broker_connections=_broker_connections(
             context, parts, reader.boolean("advisorySupport", True)
         ),
-        management_context=_section(
-            context, lambda: read_management_context(context, parts.get("managementContext")), None
+        management_context=context.attempt(
+            lambda: read_management_context(context, parts.get("managementContext")), None
         ),
-        ssl_context=_read(context, parts, "sslContext", read_ssl_context, None),
+        ssl_context=context.read_part(parts, "sslContext", read_ssl_context, None),
         source=context.source,
         location=reader.location(),
     )
     reader.finish()
     return config
-
-
-def _read(
-    context: LoadContext,
-    parts: Mapping[str, Element],
-    name: str,
-    read: Callable[[LoadContext, Element], _T],
-    default: _T,
-) -> _T:
-    """`read` the broker's `<name>` part if the file has one (see `_section`)."""
-    if name not in parts:
-        return default
-    return _section(context, lambda: read(context, parts[name]), default)
 
 
 def _broker_connections(
@@ -338,9 +313,9 @@ def _broker_connections(
     address is its name (activemq.xml has no addresses). Its senders, receivers, peers and
     federations need the broker's advisories (broker.xml has no way to turn them off)."""
     none: list[AmqpConnectionConfig] = []
-    found = tuple(_read(context, parts, "broker-connections", read_broker_connections, none))
-    _section(context, lambda: check_sender_receiver_loops(context, found, str), None)
-    _section(context, lambda: check_advisories(context, found, advisory_support), None)
+    found = tuple(context.read_part(parts, "broker-connections", read_broker_connections, none))
+    context.attempt(lambda: check_sender_receiver_loops(context, found, str), None)
+    context.attempt(lambda: check_advisories(context, found, advisory_support), None)
     return found
 
 
@@ -352,14 +327,14 @@ def _persistence(
 ) -> PersistenceConfig | None:
     default: PersistenceConfig | None = KahaDBConfig() if persistent else None
     if "persistenceAdapter" in parts:
-        adapter = _read(context, parts, "persistenceAdapter", read_persistence_adapter, default)
+        adapter = context.read_part(parts, "persistenceAdapter", read_persistence_adapter, default)
         chosen, element = adapter, parts["persistenceAdapter"]
         if "persistenceFactory" in parts:
             reason = "the <persistenceAdapter> of this broker is used instead"
             location = context.location(parts["persistenceFactory"])
             ignored.append(IgnoredElement(location, "<persistenceFactory>", reason))
     elif "persistenceFactory" in parts:
-        chosen = _read(context, parts, "persistenceFactory", read_persistence_factory, default)
+        chosen = context.read_part(parts, "persistenceFactory", read_persistence_factory, default)
         element = parts["persistenceFactory"]
     else:
         return default

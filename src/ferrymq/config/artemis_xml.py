@@ -27,7 +27,6 @@ from ferrymq.config.artemis_addresses import AddressSettings, read_address_setti
 from ferrymq.config.artemis_reading import children, finish, text_value
 from ferrymq.config.artemis_security import read_security
 from ferrymq.config.broker_connections import AmqpConnectionConfig
-from ferrymq.config.errors import ConfigError
 from ferrymq.config.model import BrokerConfig, StartupDestination
 from ferrymq.config.persistence import KahaDBConfig
 from ferrymq.config.policy import PolicyMap
@@ -155,13 +154,12 @@ def read_broker_xml(context: LoadContext, root: Element) -> BrokerConfig:
 def _core(context: LoadContext, core: Element) -> BrokerConfig:
     parts = _parts(context, core)
     values = {
-        name: _part(context, partial(text_value, context, element), "")
+        name: context.attempt(partial(text_value, context, element), "")
         for name, element in parts.items()
         if name not in _SECTIONS
     }
     enabled = _boolean(context, parts, values, "security-enabled", True)
-    security = _part(
-        context,
+    security = context.attempt(
         lambda: read_security(
             context, enabled, parts.get("security-enabled"), parts.get("security-settings")
         ),
@@ -169,20 +167,20 @@ def _core(context: LoadContext, core: Element) -> BrokerConfig:
     )
     persistent = _boolean(context, parts, values, "persistence-enabled", True)
     no_destinations: list[StartupDestination] = []
-    destinations = tuple(_section(context, parts, "addresses", read_addresses, no_destinations))
+    destinations = tuple(context.read_part(parts, "addresses", read_addresses, no_destinations))
     no_settings = AddressSettings(PolicyMap(), None)
-    settings = _section(context, parts, "address-settings", read_address_settings, no_settings)
+    settings = context.read_part(parts, "address-settings", read_address_settings, no_settings)
     no_connections: list[AmqpConnectionConfig] = []
     connections = tuple(
-        _section(context, parts, "broker-connections", read_broker_connections, no_connections)
+        context.read_part(parts, "broker-connections", read_broker_connections, no_connections)
     )
     address_of = _addresses(destinations)
-    _part(context, lambda: check_sender_receiver_loops(context, connections, address_of), None)
+    context.attempt(lambda: check_sender_receiver_loops(context, connections, address_of), None)
     return BrokerConfig(
         broker_name=values.get("name") or "localhost",
         persistent=persistent,
         persistence=_store(context, core, parts, values) if persistent else None,
-        transport_connectors=tuple(_section(context, parts, "acceptors", read_acceptors, [])),
+        transport_connectors=tuple(context.read_part(parts, "acceptors", read_acceptors, [])),
         destination_policy=settings.policy,
         redelivery_policies=settings.redelivery,
         startup_destinations=destinations,
@@ -253,26 +251,3 @@ def _boolean(
     except ValueError as error:
         context.report(context.error(parts[name], f"<{name}>: {error}"))
         return default
-
-
-def _part(context: LoadContext, read: Callable[[], _T], default: _T) -> _T:
-    """Read one part; when collecting (`check-config`), an error is noted and reading goes on."""
-    try:
-        return read()
-    except ConfigError as error:
-        if not context.collect:
-            raise
-        context.errors.append(error)
-        return default
-
-
-def _section(
-    context: LoadContext,
-    parts: Mapping[str, Element],
-    name: str,
-    read: Callable[[LoadContext, Element], _T],
-    default: _T,
-) -> _T:
-    if name not in parts:
-        return default
-    return _part(context, lambda: read(context, parts[name]), default)

@@ -154,6 +154,28 @@ class LoadContext:
             raise error
         self.errors.append(error)
 
+    def attempt(self, read: Callable[[], _T], default: _T) -> _T:
+        """Read one part of the file; when collecting (`check-config`), an error there is noted
+        and reading goes on with the part's default."""
+        try:
+            return read()
+        except ConfigError as error:
+            self.report(error)
+            return default
+
+    def read_part(
+        self,
+        parts: Mapping[str, Element],
+        name: str,
+        read: Callable[[LoadContext, Element], _T],
+        default: _T,
+    ) -> _T:
+        """`read` the part `<name>` if the file has one (see `attempt`)."""
+        if name not in parts:
+            return default
+        element = parts[name]
+        return self.attempt(lambda: read(self, element), default)
+
     def ignore(self, element: Element, shown: str, reason: str) -> None:
         self.ignored.append(IgnoredElement(self.location(element), shown, reason))
 
