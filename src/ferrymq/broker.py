@@ -1,13 +1,11 @@
 """A broker process: configuration in, every service of the broker started in order.
 
-``Broker`` is ActiveMQ's ``BrokerService``, the composition root ("config -> Broker"): the
-admin HTTP listener first (a slave's role must be visible too), then, for a store shared by a
-master/slave group, the lock (a slave waits there and starts nothing else), then the messaging
-service (``service.broker.BrokerService``: store, recovery, listeners with their protocol
-adapters), then the discovery advertiser, the network connectors and the broker connections.
-It is the one place that names the protocol adapters (``ferrymq.adapters``).  ``stop`` runs in
-reverse order.  Whatever the configuration asks for that FerryMQ does not do yet is logged at
-start, with file and line, so nothing in a file is silently without effect.
+``Broker`` is ActiveMQ's ``BrokerService``, the composition root ("config -> Broker") and the one
+place that names the protocol adapters (``ferrymq.adapters``). It starts the admin HTTP listener
+first (a slave's role must be visible too), then, for a store shared by a master/slave group,
+the lock (a slave waits there and starts nothing else), then the messaging service (store,
+recovery, listeners), the discovery advertiser, the network connectors and the broker
+connections; ``stop`` runs in reverse order. Configuration not served yet is logged at start.
 
 A master keeps its lock alive every ``lockKeepAlivePeriod`` (a shared-file master also checks
 its lock file every second, whatever that period); when the lock is lost (or the store's fence
@@ -45,6 +43,7 @@ from ferrymq.service.broker import BrokerService
 from ferrymq.service.errors import BrokerStartError, BrokerStoreBusyError, bind_error
 from ferrymq.service.exposure import exposure_warnings
 from ferrymq.service.listeners import published_url
+from ferrymq.service.local_consumer import in_process_readers
 from ferrymq.service.stores import create_store
 from ferrymq.store.base import MessageStore, StoreError
 from ferrymq.util.uri import AnyURI
@@ -146,7 +145,8 @@ class Broker:
             LocalBroker(service.broker_id, self.config.broker_name, service.cluster_url),
             lambda: [published_url(listener) for listener in service.listeners],
         )
-        self.broker_connections = BrokerConnections.for_service(self.config, service)
+        readers = in_process_readers(service)  # a mirror's forwarder reads its queue so
+        self.broker_connections = BrokerConnections.for_service(self.config, service, readers)
         service.attachments += [_Advertising(service), self.network, self.broker_connections]
         return service
 

@@ -4,7 +4,9 @@ A broker connection (``AmqpBrokerConnection``) owns the reconnect loop. Each tim
 connected it hands every element one ``RemoteConnection`` (the AMQP 1.0 connection to the
 other endpoint, with the links the element attaches on it) and runs the elements' ``run``
 side by side. An element reaches its own broker the way a network bridge does: as a client,
-through ``LocalSide`` (``vm://`` to this broker), never through the broker's memory.
+through ``LocalSide`` (``vm://`` to this broker), never through the broker's memory; only a
+mirror's forwarder reads its queue in process (``LocalSide.consume_raw``: the broker's own
+consumer, acknowledged on the core's rules, without a frame per event).
 
 The rules (Artemis's, ``AMQPBrokerConnection``):
 - an element that cannot set its links up raises ``LinkSetupError``: the connection is torn
@@ -28,6 +30,8 @@ __all__ = [
     "Incoming",
     "LinkOptions",
     "LinkSetupError",
+    "LocalMessage",
+    "LocalQueueReader",
     "LocalSide",
     "RemoteConnection",
     "RemoteReceiver",
@@ -143,6 +147,71 @@ class RemoteConnection(Protocol):
         ...
 
 
+class LocalMessage(Protocol):
+    """A message of a local queue taken in process (``LocalQueueReader``): the broker's own
+    values, not copies, so taking one costs nothing per event beyond this record."""
+
+    @property
+    def message_id(self) -> str: ...
+
+    @property
+    def properties(self) -> Mapping[str, str]:
+        """The message's properties (its headers as a STOMP consumer sees them, less those
+        that describe the delivery or are a field here). Read only: the broker's message
+        holds them."""
+        ...
+
+    @property
+    def body(self) -> bytes: ...
+
+    @property
+    def timestamp(self) -> int:
+        """When the broker accepted it, epoch milliseconds (0: unknown)."""
+        ...
+
+    @property
+    def handle(self) -> str:
+        """The reader's name for it in ``LocalQueueReader.ack``."""
+        ...
+
+    @property
+    def redeliveries(self) -> int:
+        """Counted redeliveries (a reader's close gives its messages back uncounted)."""
+        ...
+
+    @property
+    def original_destination(self) -> str | None:
+        """Where a dead-lettered message was first sent, qualified (``queue://X``)."""
+        ...
+
+    @property
+    def broker_path(self) -> tuple[str, ...]: ...
+
+    @property
+    def producer_message_id(self) -> str | None: ...
+
+
+class LocalQueueReader(Protocol):
+    """One local queue consumed in process (``LocalSide.consume_raw``), at most ``window``
+    messages taken and not acknowledged at once. A message is given out only once the store
+    holds it (as a client's delivery waits for that commit), and leaves the queue only when
+    acknowledged: a reader closed, or lost with its broker, gives back what it did not
+    acknowledge, in order."""
+
+    async def take(self) -> Sequence[LocalMessage]:
+        """The next messages in queue order (one or more); waits for them. ``ConnectionError``
+        once the reader is closed or its broker stops serving it."""
+        ...
+
+    def ack(self, handle: str) -> None:
+        """Acknowledge the message ``handle`` names and every one taken before it."""
+        ...
+
+    def close(self) -> None:
+        """Give back every message not acknowledged (not counted as a redelivery) and stop."""
+        ...
+
+
 class LocalSide(Protocol):
     """This broker, as the elements see it."""
 
@@ -164,6 +233,12 @@ class LocalSide(Protocol):
         """The address a local queue is under: the Artemis ``<address name>`` broker.xml
         declared it in, else its own name (senders, receivers and peers match and attach by
         it)."""
+        ...
+
+    def consume_raw(self, queue: str, window: int) -> LocalQueueReader:
+        """Consume local queue ``queue`` in process, as the broker itself (no ``vm://``
+        client, no frames): the mirror's forwarder reads its events so. ``ConnectionError``
+        when the broker cannot serve it now."""
         ...
 
 

@@ -1,13 +1,14 @@
 """``LocalSide``: this broker as the elements of its broker connections see it.
 
 An element reaches its own broker as a client (``vm://``), as a network bridge does, and reads
-the broker through the few values here. The node id is Artemis's server id: what the mirror's
-origin tagging compares and what a peer sees in ``broker-connection-info``. A persistent broker
-keeps it in ``<broker directory>/node-id``, written once, so a restart is the same node (a
-mirror target then recognises the events it already applied); a broker without persistence
-makes a new one at each start. Next to it, ``mirror-peers.json`` keeps each mirror's target
-node id once learnt, so a restarted broker's tap skips the target's own events before the
-link is up again.
+the broker through the few values here; a mirror's forwarder reads its queue in process
+(``consume_raw``, with the reader the composition root hands over). The node id is Artemis's
+server id: what the mirror's origin tagging compares and what a peer sees in
+``broker-connection-info``. A persistent broker keeps it in ``<broker directory>/node-id``,
+written once, so a restart is the same node (a mirror target then recognises the events it
+already applied); a broker without persistence makes a new one at each start. Next to it,
+``mirror-peers.json`` keeps each mirror's target node id once learnt, so a restarted broker's
+tap skips the target's own events before the link is up again.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ferrymq.connections.api import LocalQueueReader
 
 __all__ = [
     "MIRROR_PEERS_FILE",
@@ -61,6 +64,11 @@ class BrokerLocalSide:
     """Where the mirror peers are kept (the broker directory; None: not persistent)."""
     mirror_peers: dict[str, str] = field(default_factory=dict)
     """The peers known (read at start): shared by the copies ``replace`` makes per connection."""
+    open_reader: Callable[[str, int, str | None], LocalQueueReader] | None = field(
+        default=None, repr=False
+    )
+    """``(queue, window, user)`` -> an in-process reader (``service.local_consumer``, which
+    the composition root hands over: this layer does not reach the service)."""
 
     def queues(self) -> Sequence[str]:
         return list(self.list_queues())
@@ -82,6 +90,11 @@ class BrokerLocalSide:
 
     def address_of(self, queue: str) -> str:
         return self.addresses.get(queue, queue)
+
+    def consume_raw(self, queue: str, window: int) -> LocalQueueReader:
+        if self.open_reader is None:
+            raise ConnectionError(f"broker {self.broker_name} reads no queue in process")
+        return self.open_reader(queue, window, self.user)
 
 
 def node_id_for(directory: Path | None, *, keep: bool = True) -> str:

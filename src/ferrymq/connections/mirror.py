@@ -10,11 +10,12 @@ the target is away. While connected, this element:
   ``x-opt-amq-bkr-id`` = this broker's node id, unsettled sends). A remote that does not offer
   ``amq.mirror``, or whose node id is this broker's own (a mirror to itself), fails the attempt
   (``LinkSetupError``, counted against ``reconnect-attempts``);
-- consumes the mirror queue as a client of its own broker over ``vm://``
-  (cumulative ``client`` acks, at most ``WINDOW`` events in flight), encodes each event
-  (``mirror_codec``) and acknowledges it locally only once the target settled it ``accepted``,
-  which a FerryMQ target does after its durable write. A connection lost at any point leaves the
-  unacknowledged events queued: they are sent again, and the target drops the repeats (its
+- consumes the mirror queue in process, as the broker itself (``LocalSide.consume_raw``: the
+  core's deliveries, no ``vm://`` client and no frame per event; cumulative acks, at most
+  ``WINDOW`` events in flight), encodes each event once (``mirror_codec``) and acknowledges it
+  locally only once the target settled it ``accepted``, which a FerryMQ target does after its
+  durable write. A connection lost at any point gives the unacknowledged events back to the
+  queue, in order and uncounted: they are sent again, and the target drops the repeats (its
   duplicate detection per origin). A sync mirror's waiting clients are released by those acks;
 - never sends the target its own events back: an event whose origin, or whose cause, is the
   target (origin tagging) is acknowledged locally without being sent, whether or not the core
@@ -35,7 +36,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 
-from ferrymq.client import Message, Subscription, connect
 from ferrymq.config.broker_connections import (
     MIRROR_QUEUE_PREFIX,
     AmqpConnectionConfig,
@@ -44,6 +44,8 @@ from ferrymq.config.broker_connections import (
 from ferrymq.connections.api import (
     LinkOptions,
     LinkSetupError,
+    LocalMessage,
+    LocalQueueReader,
     LocalSide,
     RemoteConnection,
     RemoteSender,
@@ -53,20 +55,22 @@ from ferrymq.connections.links import first_error
 from ferrymq.connections.mirror_codec import (
     BROKER_ID,
     MIRROR_CAPABILITY,
-    encode_event,
+    encode_local,
     read_event,
 )
-from ferrymq.stomp import constants as h
-from ferrymq.util.text import is_decimal
 
 log = logging.getLogger(__name__)
 
 __all__ = ["WINDOW", "MirrorElement", "mirror_elements"]
 
 WINDOW = 1000
-"""Events in flight to the target at once (the local consumer's prefetch): as many as a
+"""Events in flight to the target at once (the local reader's window): as many as a
 target grants credit by default (Artemis's ``amqpCredits``), so the stream never stops to wait for
 one batch's settlements before the next is taken."""
+
+
+_Sent = tuple[LocalMessage, "asyncio.Future[SendOutcome] | None"]
+"""An event taken, and the target's settlement of it (None: not sent, it was the target's)."""
 
 
 class MirrorElement:
@@ -98,7 +102,7 @@ class MirrorElement:
         self.rejected = 0
         self._oldest_ms: int | None = None
         """When the oldest event taken but not yet settled was queued (for ``lag``)."""
-        self._pending: deque[tuple[int, Message]] = deque()
+        self._pending: deque[tuple[int, LocalMessage]] = deque()
         self._progress_ms = _now_ms()
         """The last time an event was settled (or the start): with a backlog and nothing
         taken, the oldest waiting event is at most this old."""
@@ -109,26 +113,24 @@ class MirrorElement:
         link = await self._attach(remote)
         peer = self.peer
         assert peer is not None
-        own = await connect(self.local.vm_url, login=self.local.user, passcode=self.local.password)
         try:
-            subscription = await own.subscribe(
-                f"/queue/{self.queue}",
-                ack=h.ACK_CLIENT,
-                prefetch=WINDOW,
-                id=f"mirror:{self.name}",
-            )
+            reader = self.local.consume_raw(self.queue, WINDOW)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await link.close()
+            raise
+        try:
             # Every event is forwarded: the events of a composite send, or of a message moved
             # or retried, share its ids; a repeat is the target's to drop (its dedup).
-            subscription.audited = False
             log.info("mirror %s: forwarding %s to %s (%s)", self.name, self.queue, remote.url, peer)
-            await first_error(self._forward_all(subscription, link, peer))
+            await first_error(self._forward_all(reader, link, peer))
         finally:
             if self._pending:
                 self._oldest_ms = self._pending[0][0]  # still waiting: the lag keeps growing
             self._pending.clear()
+            reader.close()  # what the target did not settle goes back, in order
             with contextlib.suppress(Exception):
                 await link.close()
-            await own.close()
 
     async def _attach(self, remote: RemoteConnection) -> RemoteSender:
         options = LinkOptions(
@@ -162,48 +164,50 @@ class MirrorElement:
 
     # -- forwarding -----------------------------------------------------------------------------
 
-    async def _forward_all(self, subscription: Subscription, link: RemoteSender, peer: str) -> None:
+    async def _forward_all(self, reader: LocalQueueReader, link: RemoteSender, peer: str) -> None:
         """Send events in order, with up to ``WINDOW`` unsettled; ack each once accepted."""
-        settled: asyncio.Queue[tuple[Message, asyncio.Future[SendOutcome] | None]]
-        settled = asyncio.Queue()
+        sent: asyncio.Queue[list[_Sent]] = asyncio.Queue()
+        send = link.send
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._acknowledge(settled))
-            async for message in subscription:
-                event = read_event(message.headers)
-                self._taken(message)
-                if event.returns_to(peer):
-                    await settled.put((message, None))
-                    continue
-                await settled.put((message, link.send(encode_event(message, event))))
-            raise ConnectionError(f"mirror {self.name}: the local subscription ended")
+            group.create_task(self._acknowledge(reader, sent))
+            while True:
+                batch: list[_Sent] = []
+                for message in await reader.take():
+                    event = read_event(message.properties)
+                    self._taken(message)
+                    if event.returns_to(peer):
+                        batch.append((message, None))
+                    else:
+                        batch.append((message, send(encode_local(message, event))))
+                sent.put_nowait(batch)
 
     async def _acknowledge(
-        self, settled: asyncio.Queue[tuple[Message, asyncio.Future[SendOutcome] | None]]
+        self, reader: LocalQueueReader, sent: asyncio.Queue[list[_Sent]]
     ) -> None:
-        """Acknowledge the events locally in the order taken, cumulatively (``client`` acks):
-        one ACK covers every event settled before it, sent as soon as the next one is not
-        settled yet, so a sync mirror's clients never wait for a later event."""
-        unacknowledged: Message | None = None
+        """Acknowledge the events locally in the order taken, cumulatively: one ack covers
+        every event settled before it, made as soon as the next one is not settled yet, so a
+        sync mirror's clients never wait for a later event."""
+        unacknowledged: LocalMessage | None = None
         while True:
-            if unacknowledged is not None and settled.empty():
-                await self._ack(unacknowledged)
+            if unacknowledged is not None and sent.empty():
+                self._ack(reader, unacknowledged)
                 unacknowledged = None
-            message, sent = await settled.get()
-            if sent is not None and not sent.done() and unacknowledged is not None:
-                await self._ack(unacknowledged)
-                unacknowledged = None
-            if sent is None:
-                self.skipped += 1
-            else:
-                self._count(message, await sent)
-            self._settled(message)
-            unacknowledged = message
+            for message, outcome in await sent.get():
+                if outcome is None:
+                    self.skipped += 1
+                else:
+                    if not outcome.done() and unacknowledged is not None:
+                        self._ack(reader, unacknowledged)
+                        unacknowledged = None
+                    self._count(message, await outcome)
+                self._settled(message)
+                unacknowledged = message
 
-    async def _ack(self, message: Message) -> None:
-        await message.ack()
+    def _ack(self, reader: LocalQueueReader, message: LocalMessage) -> None:
+        reader.ack(message.handle)
         self._progress_ms = _now_ms()
 
-    def _count(self, message: Message, outcome: SendOutcome) -> None:
+    def _count(self, message: LocalMessage, outcome: SendOutcome) -> None:
         if not outcome.accepted and outcome.outcome != "rejected":
             raise ConnectionError(
                 f"mirror {self.name}: the target answered {outcome.outcome} "
@@ -220,12 +224,11 @@ class MirrorElement:
             outcome.description or "no reason given",
         )
 
-    def _taken(self, message: Message) -> None:
+    def _taken(self, message: LocalMessage) -> None:
         self._oldest_ms = None
-        queued = message.headers.get(h.TIMESTAMP, "")
-        self._pending.append((int(queued) if is_decimal(queued) else _now_ms(), message))
+        self._pending.append((message.timestamp or _now_ms(), message))
 
-    def _settled(self, message: Message) -> None:
+    def _settled(self, message: LocalMessage) -> None:
         pending = self._pending
         if pending and pending[0][1] is message:
             pending.popleft()

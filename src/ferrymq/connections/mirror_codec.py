@@ -2,8 +2,9 @@
 mirror sends (ActiveMQ Artemis manual, "Broker Connections", "Mirroring").
 
 The core's tap (``ferrymq.core.mirror``) wrote each event as a message of the mirror queue whose
-``ferrymq.mirror.*`` properties say what it is; the forwarder receives it as a STOMP-shaped
-message (the client library over ``vm://``) and this module makes the wire form:
+``ferrymq.mirror.*`` properties say what it is; the forwarder takes it in process
+(``LocalMessage``: the message's own properties, ``encode_local``) or, as a client, STOMP-shaped
+(``encode_event``), and this module makes the wire form, the same from either:
 
 - a send: the original message (message id, creation time, durable, priority, expiry, its
   properties as application properties, the body in one data section, as the broker's other
@@ -19,20 +20,28 @@ message (the client library over ``vm://``) and this module makes the wire form:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from proton import symbol, timestamp, ubyte, uint
 
 from ferrymq.amqp.client_mapping import address_for
-from ferrymq.amqp.encoding import encode_section
+from ferrymq.amqp.encoding import encode, encode_section
 from ferrymq.client import Message
+from ferrymq.connections.api import LocalMessage
 from ferrymq.connections.messages import DELIVERY_HEADERS
 from ferrymq.stomp import constants as h
 from ferrymq.util.text import is_decimal
 
-__all__ = ["BROKER_ID", "MIRROR_CAPABILITY", "MirrorEvent", "encode_event", "read_event"]
+__all__ = [
+    "BROKER_ID",
+    "MIRROR_CAPABILITY",
+    "MirrorEvent",
+    "encode_event",
+    "encode_local",
+    "read_event",
+]
 
 MIRROR_CAPABILITY = "amq.mirror"
 BROKER_ID = "x-opt-amq-bkr-id"
@@ -72,6 +81,7 @@ _DELIVERY_ANNOTATIONS, _HEADER, _PROPERTIES, _APPLICATION_PROPERTIES = 0x71, 0x7
 _DATA, _VALUE = 0x75, 0x77
 _MESSAGE_ANNOTATIONS = 0x72
 _DURABLE_HEADER = encode_section(_HEADER, [True])
+_UINT = struct.Struct(">I")
 _ORIGINAL_ENCODING = "JMS_AMQP_ORIGINAL_ENCODING"
 """How the AMQP adapter noted a body that came over AMQP (its ``body`` module's codes)."""
 _ENCODED = frozenset({"0", "3", "7", "8"})
@@ -130,14 +140,51 @@ def read_event(headers: Mapping[str, str]) -> MirrorEvent:
 
 
 def encode_event(message: Message, event: MirrorEvent) -> bytes:
-    """The transfer that reproduces ``event`` on the target."""
-    if event.kind == SEND:
-        return _send(message, event)
-    return _control(message, event)
-
-
-def _send(message: Message, event: MirrorEvent) -> bytes:
+    """The transfer that reproduces ``event`` (received as a STOMP client) on the target."""
     headers = message.headers
+    created = headers.get(h.TIMESTAMP, "")
+    return _encode(message.message_id, headers, message.body, event, created)
+
+
+def encode_local(message: LocalMessage, event: MirrorEvent) -> bytes:
+    """The transfer that reproduces ``event`` (taken in process) on the target."""
+    return _encode(
+        message.message_id, _local_headers(message), message.body, event, str(message.timestamp)
+    )
+
+
+def _local_headers(message: LocalMessage) -> Mapping[str, str]:
+    """What a STOMP consumer would see of the message beyond the delivery (its properties, and
+    the fields it carries as headers): the properties themselves when there is nothing else."""
+    original, path, producer_id = (
+        message.original_destination,
+        message.broker_path,
+        message.producer_message_id,
+    )
+    if original is None and not path and producer_id is None:
+        return message.properties
+    headers = dict(message.properties)
+    if original is not None:
+        kind, _, name = original.partition("://")
+        headers[h.ORIGINAL_DESTINATION] = f"/{kind}/{name}"
+    if path:
+        headers[h.BROKER_PATH] = ",".join(path)
+    if producer_id is not None:
+        headers[h.FERRYMQ_PRODUCER_MESSAGE_ID] = producer_id
+    return headers
+
+
+def _encode(
+    message_id: str, headers: Mapping[str, str], body: bytes, event: MirrorEvent, created: str
+) -> bytes:
+    if event.kind == SEND:
+        return _send(message_id, headers, body, event, created)
+    return _control(headers, body, event)
+
+
+def _send(
+    message_id: str, headers: Mapping[str, str], body: bytes, event: MirrorEvent, created: str
+) -> bytes:
     original = {
         name: value
         for name, value in headers.items()
@@ -147,38 +194,39 @@ def _send(message: Message, event: MirrorEvent) -> bytes:
         and name not in _FIELD_HEADERS
     }
     priority = headers.get(P_PRIORITY, "4")
-    header: list[object] = [
-        headers.get(P_PERSISTENT) == "true",
-        ubyte(min(int(priority), 9) if is_decimal(priority) else 4),
+    header = _header(
+        headers.get(P_PERSISTENT) == "true", min(int(priority), 9) if is_decimal(priority) else 4
+    )
+    annotations: list[tuple[str, object]] = [
+        (MESSAGE_ID, message_id),
+        (DESTINATION, event.destination),
     ]
-    annotations: dict[Any, Any] = {
-        symbol(MESSAGE_ID): message.message_id,
-        symbol(DESTINATION): event.destination,
-    }
     if event.origin is not None:
-        annotations[symbol(BROKER_ID)] = event.origin
+        annotations.append((BROKER_ID, event.origin))
     route = headers.get(P_ROUTE)
     if route:
-        annotations[symbol(ROUTE)] = route
+        annotations.append((ROUTE, route))
     encoded = (
-        encode_section(_HEADER, header)
-        + encode_section(_DELIVERY_ANNOTATIONS, annotations)
-        + encode_section(_PROPERTIES, _fields(message, event))
+        header
+        + _symbol_map(_DELIVERY_ANNOTATIONS, annotations)
+        + encode_section(_PROPERTIES, _fields(message_id, headers, event, created))
     )
     if original:
         encoded += encode_section(_APPLICATION_PROPERTIES, original)
-    return encoded + _body(message.body, headers)
+    return encoded + _body(body, headers)
 
 
-def _fields(message: Message, event: MirrorEvent) -> list[object]:
+def _fields(
+    message_id: str, headers: Mapping[str, str], event: MirrorEvent, created: str
+) -> list[object]:
     """The properties section (AMQP 1.0 part 3, 3.2.4) of the original message."""
-    get = message.headers.get
-    expires, created = get(P_EXPIRES, ""), get(h.TIMESTAMP, "")
+    get = headers.get
+    expires = get(P_EXPIRES, "")
     reply_to, sequence = get("reply-to"), get("JMSXGroupSeq", "")
     content_type, encoding = get("content-type"), get("content-encoding")
     user = get(_USER_ID)
     fields: list[object] = [
-        message.message_id,
+        message_id,
         user.encode() if user is not None else None,
         event.destination,
         get("type"),
@@ -225,27 +273,65 @@ def _is_text(body: bytes, content_type: str | None) -> bool:
     return True
 
 
-def _control(message: Message, event: MirrorEvent) -> bytes:
-    headers = message.headers
-    annotations: dict[Any, Any] = {
-        symbol(EVENT_TYPE): symbol(event.kind),
-        symbol(ADDRESS): event.destination,
-    }
+def _control(headers: Mapping[str, str], body: bytes, event: MirrorEvent) -> bytes:
+    annotations: list[tuple[str, object]] = [
+        (EVENT_TYPE, symbol(event.kind)),
+        (ADDRESS, event.destination),
+    ]
     queue = headers.get(P_QUEUE)
     if queue is not None:
-        annotations[symbol(QUEUE)] = queue
+        annotations.append((QUEUE, queue))
     if event.origin is not None:
-        annotations[symbol(BROKER_ID)] = event.origin
+        annotations.append((BROKER_ID, event.origin))
     if event.acked_at is not None:
-        annotations[symbol(ACKED_AT)] = event.acked_at
+        annotations.append((ACKED_AT, event.acked_at))
     reason = headers.get(P_REASON, "0")
     if is_decimal(reason) and int(reason):
-        annotations[symbol(ACK_REASON)] = ubyte(int(reason))
-    body = headers.get(P_MESSAGE, "") if event.kind == "postAck" else message.body.decode()
+        annotations.append((ACK_REASON, ubyte(int(reason))))
+    value = headers.get(P_MESSAGE, "") if event.kind == "postAck" else body.decode()
     # The house encoder, not proton's Message: one of these goes out per acknowledgement, and
     # proton's costs several times as much per event (issue 18, "Performance").
     return (
         _DURABLE_HEADER
-        + encode_section(_MESSAGE_ANNOTATIONS, annotations)
-        + encode_section(_VALUE, body)
+        + _symbol_map(_MESSAGE_ANNOTATIONS, annotations)
+        + encode_section(_VALUE, value)
     )
+
+
+_KEYS: dict[str, bytes] = {
+    name: encode(symbol(name))
+    for name in (
+        BROKER_ID,
+        MESSAGE_ID,
+        DESTINATION,
+        EVENT_TYPE,
+        ADDRESS,
+        QUEUE,
+        ACK_REASON,
+        ROUTE,
+        ACKED_AT,
+    )
+}
+"""The annotation keys, encoded once (two or more go out with every event)."""
+_HEADERS = {
+    (durable, priority): encode_section(_HEADER, [durable, ubyte(priority)])
+    for durable in (False, True)
+    for priority in range(10)
+}
+
+
+def _header(durable: bool, priority: int) -> bytes:
+    return _HEADERS[durable, priority]
+
+
+def _symbol_map(descriptor: int, entries: list[tuple[str, object]]) -> bytes:
+    """An annotations section (a map of symbol keys, AMQP 1.0 part 3, 3.2.10), the keys'
+    encodings taken from ``_KEYS``: what ``encode_section`` makes of the same dict."""
+    body = b"".join([_KEYS[key] + encode(value) for key, value in entries])
+    count = 2 * len(entries)
+    if len(body) + 1 < 256:
+        head = bytes((0x00, 0x53, descriptor, 0xC1, len(body) + 1, count))
+    else:
+        head = bytes((0x00, 0x53, descriptor, 0xD1)) + _UINT.pack(len(body) + 4)
+        head += _UINT.pack(count)
+    return head + body

@@ -30,7 +30,7 @@ from ferrymq.config.broker_connections import (
     advisory_refusals,
 )
 from ferrymq.config.model import BrokerConfig
-from ferrymq.connections.api import ConnectionElement, LocalSide
+from ferrymq.connections.api import ConnectionElement, LocalQueueReader, LocalSide
 from ferrymq.connections.broker_connection import AmqpBrokerConnection, ConnectionState
 from ferrymq.connections.local import (
     BrokerLocalSide,
@@ -168,6 +168,16 @@ def vm_url(broker_id: str) -> str:
     return f"vm://{broker_id}?create=false"
 
 
+OpenReader = Callable[[str, int, str | None], LocalQueueReader]
+"""``(queue, window, user)`` -> a reader of that local queue in process, which only the
+composition root can make (``service.local_consumer``): a mirror's forwarder reads so."""
+
+
+def _depth(region: _Region, name: str) -> int | None:
+    queue = region.queues.get(Destination(DestinationType.QUEUE, name))
+    return queue.depth if queue is not None else None
+
+
 class BrokerConnections:
     """Every ``<amqp-connection>`` of a broker (a service attachment: ``start``/``stop``)."""
 
@@ -189,7 +199,9 @@ class BrokerConnections:
             self.connections[config.name] = self._build(config)
 
     @classmethod
-    def for_service(cls, config: BrokerConfig, service: ServedBroker) -> BrokerConnections:
+    def for_service(
+        cls, config: BrokerConfig, service: ServedBroker, readers: OpenReader | None = None
+    ) -> BrokerConnections:
         """The broker's connections, and its node id set on the region (kept in the broker
         directory when persistent). A node id file that cannot be used fails the start, not
         this: the store reports an unusable data directory first, and better."""
@@ -208,21 +220,17 @@ class BrokerConnections:
         peers = mirror_peers_in(directory)
         for mirror, peer in peers.items():  # the tap skips a known peer's own events at once
             region.mirror.learn_peer(mirror, peer)
-
-        def depth(name: str) -> int | None:
-            queue = region.queues.get(Destination(DestinationType.QUEUE, name))
-            return queue.depth if queue is not None else None
-
         local = BrokerLocalSide(
             broker_id=service.broker_id,
             broker_name=config.broker_name,
             node_id=node_id,
             vm_url=vm_url(service.broker_id),
             list_queues=lambda: [d.name for d in region.queues if not d.is_temporary],
-            depth_of=depth,
+            depth_of=lambda name: _depth(region, name),
             learn_peer=region.mirror.learn_peer,
             directory=directory,
             mirror_peers=peers,
+            open_reader=readers,
             addresses={
                 d.name: d.matched_address
                 for d in config.startup_destinations
