@@ -29,7 +29,7 @@ from ferrymq.core.destination import Destination, DestinationType
 from ferrymq.security.api import AuthenticationError, Credentials, Operation
 from ferrymq.security.build import security_for
 from ferrymq.service.exposure import exposure_warnings
-from ferrymq.testing import running_broker
+from ferrymq.testing import running_broker, without_admin
 from tests.docs.markdown import ROOT, Block, fenced_blocks
 
 PAGE = ROOT / "docs" / "security.md"
@@ -203,7 +203,7 @@ async def test_the_tls_example_serves_the_page_s_certificates(
     tmp_path: Path, certificates: Path
 ) -> None:
     path = _served(write_section(tmp_path, "Client certificates", certificates))
-    async with running_broker(load_config(path)) as broker:
+    async with running_broker(without_admin(load_config(path))) as broker:
         port = broker.service.ports[0]
         trust = f"trustStore={tmp_path / 'ca.pem'}"
         own = f"keyStore={tmp_path / 'client.p12'}&keyStorePassword=changeit"
@@ -261,7 +261,7 @@ async def test_the_websocket_example_asks_for_the_same_logins(
     tmp_path: Path, certificates: Path
 ) -> None:
     path = _served(write_section(tmp_path, "WebSocket", certificates))
-    async with running_broker(load_config(path)) as broker:
+    async with running_broker(without_admin(load_config(path))) as broker:
         url = f"wss://localhost:{broker.service.ports[0]}/"
         assert await _stomp_over_wss(url, tmp_path / "ca.pem", "change-me-user") == "CONNECTED"
         assert await _stomp_over_wss(url, tmp_path / "ca.pem", "wrong") == "ERROR"
@@ -271,7 +271,7 @@ async def test_the_tls_listeners_example_serves_both_listeners(
     tmp_path: Path, certificates: Path
 ) -> None:
     path = _served(write_section(tmp_path, "TLS", certificates))
-    async with running_broker(load_config(path)) as broker:
+    async with running_broker(without_admin(load_config(path))) as broker:
         for port in broker.service.ports:  # ssl:// and stomp+ssl:// (wantClientAuth)
             url = f"ssl://localhost:{port}?trustStore={tmp_path / 'ca.pem'}"
             connection = await connect(url, connect_timeout=10)

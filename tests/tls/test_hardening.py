@@ -12,7 +12,7 @@ import pytest
 
 from ferrymq.client import BrokerURLError, ConnectFailedError, connect
 from ferrymq.config import load_config
-from ferrymq.testing import free_port, running_broker
+from ferrymq.testing import free_port, running_broker, without_admin
 from ferrymq.testing.certificates import PASSWORD, Certificates, make_certificates
 
 NO_TRUST = "needClientAuth/wantClientAuth without a trustStore would trust client certificates"
@@ -70,7 +70,7 @@ async def test_a_certificate_from_another_ca_neither_connects_nor_logs_in(
     stranger = make_certificates(tmp_path / "other-ca")
     assert stranger.client.subject == certificates.client.subject
     path = _write(tmp_path, certificates, "ssl://127.0.0.1:0?needClientAuth=true", trust=True)
-    async with running_broker(load_config(path)) as broker:
+    async with running_broker(without_admin(load_config(path))) as broker:
         url = f"ssl://localhost:{broker.stomp_ports[0]}?trustStore={certificates.ca_pem}"
         own = f"&keyStore={certificates.client.p12}&keyStorePassword={PASSWORD}"
         async with connect(url + own, connect_timeout=10) as accepted:

@@ -13,7 +13,7 @@ from websockets.exceptions import ConnectionClosed, InvalidMessage
 
 from ferrymq.config.activemq_xml import parse_config
 from ferrymq.config.pending import pending_features
-from ferrymq.testing import running_broker
+from ferrymq.testing import running_broker, without_admin
 from tests.websocket.support import TIMEOUT_S, ws_broker
 
 ACTIVEMQ_WS = """<beans xmlns="http://www.springframework.org/schema/beans">
@@ -32,7 +32,7 @@ async def test_activemqs_websocket_connector_loads_and_is_served(tmp_path: Path)
     (connector,) = config.transport_connectors
     assert (connector.name, connector.scheme) == ("websocket", "ws")
     assert pending_features(config) == []
-    async with running_broker(config) as broker:
+    async with running_broker(without_admin(config)) as broker:
         url = f"ws://127.0.0.1:{broker.stomp_ports[0]}"
         async with connect(url) as first:
             await first.send("CONNECT\naccept-version:1.2\nhost:x\n\n\x00")

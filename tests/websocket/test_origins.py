@@ -23,7 +23,7 @@ from ferrymq.cli.main import main
 from ferrymq.config.activemq_xml import parse_config
 from ferrymq.config.cli import config_from_flags
 from ferrymq.service.listeners import login_without_secret, origin_policy
-from ferrymq.testing import running_broker
+from ferrymq.testing import running_broker, without_admin
 from ferrymq.testing.certificates import PASSWORD, Certificates, make_certificates
 from tests.websocket.support import TIMEOUT_S, ws_broker
 
@@ -99,7 +99,7 @@ SIMPLE = """<beans xmlns="http://www.springframework.org/schema/beans">
 @asynccontextmanager
 async def simple_broker(tmp_path: Path, anonymous: bool, options: str = "") -> AsyncIterator[str]:
     xml = SIMPLE.format(data=tmp_path / "data", anonymous=str(anonymous).lower(), options=options)
-    async with running_broker(parse_config(xml, "activemq.xml", {})) as broker:
+    async with running_broker(without_admin(parse_config(xml, "activemq.xml", {}))) as broker:
         yield f"ws://127.0.0.1:{broker.stomp_ports[0]}/"
 
 
@@ -155,7 +155,7 @@ async def test_certificate_login_serves_no_page_by_default(tmp_path: Path) -> No
     config = parse_config(xml, "activemq.xml", {"activemq.conf": str(tmp_path)})
     context = ssl.create_default_context(cafile=str(certificates.ca_pem))
     context.load_cert_chain(certificates.client.pem)
-    async with running_broker(config) as broker:
+    async with running_broker(without_admin(config)) as broker:
         url = f"wss://localhost:{broker.stomp_ports[0]}/"
         assert (await answer(url, ssl=context)).startswith("CONNECTED\n")
         assert (await answer(url, EVIL, ssl=context)).startswith("refused 403")

@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from ferrymq.config.activemq_xml import parse_config
-from ferrymq.testing import running_broker
+from ferrymq.testing import running_broker, without_admin
 from tests.websocket.support import TIMEOUT_S, TcpStomp
 
 SECURED = """<beans xmlns="http://www.springframework.org/schema/beans">
@@ -37,7 +37,7 @@ def _connect_frame(passcode: str) -> str:
 
 async def test_a_login_over_websocket_is_checked_as_over_tcp(tmp_path: Path) -> None:
     config = parse_config(SECURED.format(data=tmp_path / "data"), "activemq.xml", {})
-    async with running_broker(config) as broker:
+    async with running_broker(without_admin(config)) as broker:
         tcp_port, ws_port = broker.stomp_ports
         reader, writer = await asyncio.open_connection("127.0.0.1", tcp_port)
         tcp = TcpStomp(reader, writer)

@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidMessage
 from websockets.typing import Subprotocol
 
 from ferrymq.config.activemq_xml import parse_config
-from ferrymq.testing import running_broker
+from ferrymq.testing import running_broker, without_admin
 from ferrymq.testing.certificates import PASSWORD, Certificates, make_certificates
 from tests.websocket.support import TIMEOUT_S
 
@@ -53,7 +53,7 @@ async def wss_port(
         password=PASSWORD,
         options=options,
     )
-    async with running_broker(parse_config(xml, "activemq.xml", {})) as broker:
+    async with running_broker(without_admin(parse_config(xml, "activemq.xml", {}))) as broker:
         yield broker.stomp_ports[0]
 
 

@@ -7,6 +7,7 @@ from ferrymq.testing.brokers import (
     BrokerThread,
     broker_config,
     listening,
+    without_admin,
 )
 from ferrymq.testing.clock import FakeClock, FakeTimer
 from ferrymq.testing.groups import broker_group, start_group, wait_for_master
@@ -28,4 +29,5 @@ __all__ = [
     "wait_for_master",
     "wait_until",
     "wait_until_blocking",
+    "without_admin",
 ]

@@ -24,7 +24,7 @@ from typing import TypeVar
 from ferrymq.broker import Broker
 from ferrymq.config.activemq_xml import parse_config
 from ferrymq.config.cli import config_from_flags
-from ferrymq.config.model import BrokerConfig
+from ferrymq.config.model import AdminConfig, BrokerConfig
 from ferrymq.testing.ports import free_port
 from ferrymq.testing.waiting import wait_until_blocking
 
@@ -68,6 +68,12 @@ def broker_config(
         transport_connectors=listeners,
         admin=flags.admin,
     )
+
+
+def without_admin(config: BrokerConfig) -> BrokerConfig:
+    """``config`` with no admin listener: a file's default admin address (127.0.0.1:8161) is a
+    fixed port, which two test workers (or a broker already running) would fight over."""
+    return replace(config, admin=AdminConfig(enabled=False))
 
 
 def amqp_port(broker: Broker) -> int:
