@@ -211,10 +211,11 @@ class SenderElement(_QueueElement):
     async def _pump(
         self, remote: RemoteConnection, consumer: Connection, link: RemoteSender, queue: str
     ) -> None:
-        counts = self.links.setdefault(queue, {"sent": 0, "released": 0, "rejected": 0})
         subscription = await consumer.subscribe(
             f"/queue/{queue}", ack=h.ACK_CLIENT_INDIVIDUAL, prefetch=SENDER_PREFETCH
         )
+        # Shown as a link once its subscription is in place (its receipt came), not before.
+        counts = self.links.setdefault(queue, {"sent": 0, "released": 0, "rejected": 0})
         address = self.address_of(queue)
         log.info("%s: sending queue %s to %s at %s", self.label, queue, address, remote.url)
         gate = _Gate()
