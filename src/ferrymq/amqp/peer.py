@@ -40,7 +40,7 @@ from ferrymq.amqp.peer_events import (
 )
 from ferrymq.amqp.transfer import send_transfer
 
-__all__ = ["LinkSpec", "PeerEngine"]
+__all__ = ["LinkOptions", "PeerEngine"]
 
 _OUTCOMES = {
     "accepted": Delivery.ACCEPTED,
@@ -52,27 +52,30 @@ _OUTCOME_NAMES: dict[int, str] = {int(code): name for name, code in _OUTCOMES.it
 
 
 @dataclass(frozen=True, slots=True)
-class LinkSpec:
-    """The attach a caller asks for (``connections.api.LinkOptions`` in amqp's terms)."""
+class LinkOptions:
+    """How to attach a link: the attach frame's fields a caller sets (the broker connections'
+    elements, through ``connections.api``, which re-exports this class)."""
 
     name: str
-    sender: bool
     source: str | None = None
     target: str | None = None
     desired_capabilities: tuple[str, ...] = ()
-    offered_capabilities: tuple[str, ...] = ()
     source_capabilities: tuple[str, ...] = ()
     target_capabilities: tuple[str, ...] = ()
     properties: Mapping[str, object] = field(default_factory=dict)
+    """Link properties (symbol keys), e.g. ``x-opt-amq-bkr-id``."""
     filters: Mapping[str, object] = field(default_factory=dict)
+    """Source filters (receivers): name -> (descriptor, value), as in ``amqp.codes``."""
     dynamic: bool = False
     settle_first: bool = True
+    """rcv-settle-mode first (Artemis's broker connections use UNSETTLED/FIRST)."""
 
 
 @dataclass(slots=True)
 class _Link:
     id: int
-    spec: LinkSpec
+    spec: LinkOptions
+    sender: bool
     link: Link
     up: bool = False
     draining: bool = False
@@ -201,16 +204,16 @@ class PeerEngine:
 
     # ---- links ----
 
-    def attach(self, spec: LinkSpec, *, credit: int = 0) -> int:
+    def attach(self, spec: LinkOptions, *, sender: bool, credit: int = 0) -> int:
         """Attach a link; returns its id (``LinkUp`` or ``LinkRefused`` follows)."""
         if spec.name in self._links:
             raise ValueError(f"a link named {spec.name!r} is attached on this connection already")
         link: Link = (
-            self._session.sender(spec.name) if spec.sender else self._session.receiver(spec.name)
+            self._session.sender(spec.name) if sender else self._session.receiver(spec.name)
         )
         _terminus_setup(link.source, spec.source, spec.source_capabilities)
         _terminus_setup(link.target, spec.target, spec.target_capabilities)
-        (link.target if spec.sender else link.source).dynamic = spec.dynamic
+        (link.target if sender else link.source).dynamic = spec.dynamic
         if spec.filters:
             link.source.filter.put_dict(
                 {proton.symbol(k): _filter_value(v) for k, v in spec.filters.items()}
@@ -219,11 +222,11 @@ class PeerEngine:
             link.properties = {proton.symbol(k): cast(Any, v) for k, v in spec.properties.items()}
         link.snd_settle_mode = Link.SND_UNSETTLED
         link.rcv_settle_mode = Link.RCV_FIRST if spec.settle_first else Link.RCV_SECOND
-        self._caps.announce(spec.name, spec.offered_capabilities, spec.desired_capabilities)
+        self._caps.announce(spec.name, (), spec.desired_capabilities)
         link.open()
-        if credit and not spec.sender:
+        if credit and not sender:
             link.flow(credit)
-        entry = _Link(next(self._ids), spec, link)
+        entry = _Link(next(self._ids), spec, sender, link)
         self._links[spec.name] = self._by_id[entry.id] = entry
         return entry.id
 
@@ -340,7 +343,7 @@ class PeerEngine:
             )
             link.close()
             return
-        remote = link.remote_target if entry.spec.sender else link.remote_source
+        remote = link.remote_target if entry.sender else link.remote_source
         if link.state & Endpoint.REMOTE_CLOSED or remote.type == Terminus.UNSPECIFIED:
             return  # a refusal: the detach that follows says why
         entry.up = True
@@ -369,7 +372,7 @@ class PeerEngine:
 
     def _on_flow(self, link: Link) -> Iterator[PeerEvent]:
         entry = self._links.get(link.name)
-        if entry is None or not entry.draining or entry.spec.sender:
+        if entry is None or not entry.draining or entry.sender:
             return
         if link.draining() or link.credit > 0:
             return

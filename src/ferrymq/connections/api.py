@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
+
+from ferrymq.amqp.peer import LinkOptions
 
 __all__ = [
     "ConnectionElement",
@@ -65,25 +67,6 @@ class Incoming:
     encoded: bytes
     delivery: int
     """The receiver's handle for ``settle``; 0 when the remote sent it pre-settled."""
-
-
-@dataclass(frozen=True, slots=True)
-class LinkOptions:
-    """How to attach a link (the attach frame's fields an element sets)."""
-
-    name: str
-    source: str | None = None
-    target: str | None = None
-    desired_capabilities: tuple[str, ...] = ()
-    source_capabilities: tuple[str, ...] = ()
-    target_capabilities: tuple[str, ...] = ()
-    properties: Mapping[str, object] = field(default_factory=dict)
-    """Link properties (symbol keys), e.g. ``x-opt-amq-bkr-id``."""
-    filters: Mapping[str, object] = field(default_factory=dict)
-    """Source filters (receivers): name -> (descriptor, value), as in ``amqp.codes``."""
-    dynamic: bool = False
-    settle_first: bool = True
-    """rcv-settle-mode first (Artemis's broker connections use UNSETTLED/FIRST)."""
 
 
 class RemoteSender(Protocol):

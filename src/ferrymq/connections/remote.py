@@ -22,7 +22,7 @@ import logging
 import ssl
 from collections.abc import Mapping
 
-from ferrymq.amqp.peer import LinkSpec, PeerEngine
+from ferrymq.amqp.peer import PeerEngine
 from ferrymq.amqp.peer_events import (
     Drained,
     LinkDown,
@@ -50,22 +50,6 @@ CLOSE_WAIT_S = 1.0
 
 class RemoteConnectError(ConnectionError):
     """The connection to one host could not be opened (socket, TLS, SASL, the peer's open)."""
-
-
-def _link_spec(options: LinkOptions, *, sender: bool) -> LinkSpec:
-    return LinkSpec(
-        name=options.name,
-        sender=sender,
-        source=options.source,
-        target=options.target,
-        desired_capabilities=tuple(options.desired_capabilities),
-        source_capabilities=tuple(options.source_capabilities),
-        target_capabilities=tuple(options.target_capabilities),
-        properties=dict(options.properties),
-        filters=dict(options.filters),
-        dynamic=options.dynamic,
-        settle_first=options.settle_first,
-    )
 
 
 class AmqpRemoteConnection:
@@ -152,18 +136,20 @@ class AmqpRemoteConnection:
 
     async def attach_sender(self, options: LinkOptions) -> AmqpRemoteSender:
         link = AmqpRemoteSender(self, options.name)
-        await self._attach(link, _link_spec(options, sender=True), 0)
+        await self._attach(link, options, 0, sender=True)
         return link
 
     async def attach_receiver(self, options: LinkOptions, *, credit: int) -> AmqpRemoteReceiver:
         link = AmqpRemoteReceiver(self, options.name)
-        await self._attach(link, _link_spec(options, sender=False), credit)
+        await self._attach(link, options, credit, sender=False)
         return link
 
-    async def _attach(self, link: RemoteLink, spec: LinkSpec, credit: int) -> None:
+    async def _attach(
+        self, link: RemoteLink, spec: LinkOptions, credit: int, *, sender: bool
+    ) -> None:
         if self._closed.is_set():
             raise ConnectionError(f"{self.url}: the connection is closed ({self.error})")
-        link.id = self.engine.attach(spec, credit=credit)
+        link.id = self.engine.attach(spec, sender=sender, credit=credit)
         self._links[link.id] = link
         self._flush()
         self.attaching += 1
